@@ -1,0 +1,103 @@
+// ModelSpec: the normalized description of a model, one field per architectural choice.
+// An architecture is a function from Hugging Face config.json to a ModelSpec (hf_config.cpp) plus
+// rows in the tensor-name table (tensor_names.cpp) — never a new forward pass. The spec is stored
+// in the .thin archive, so the runtime never reads config.json again.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tt {
+
+enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3 };
+enum class Activation { silu, gelu_tanh };  // the gate activation of the gated MLP
+enum class AttnKind { full, sliding };      // per layer
+enum class RopeScaling { none, linear, llama3, yarn };
+
+struct RopeSpec {
+    double theta = 10000.0;          // base of the inverse frequencies
+    int rotary_dim = 0;              // dims of each head that are rotated (partial rotary < head_dim)
+    RopeScaling scaling = RopeScaling::none;
+    double factor = 1.0;             // linear / llama3 / yarn scale factor
+    // llama3: wavelengths above original_max/low_freq_factor are divided by factor, those below
+    // original_max/high_freq_factor are kept, and the band between is interpolated.
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int original_max_position = 0;   // llama3 / yarn: the pre-training context
+    // yarn: ramp between beta_fast and beta_slow rotations; cos/sin are scaled by attention_factor.
+    double beta_fast = 32.0;
+    double beta_slow = 1.0;
+    double attention_factor = 1.0;
+    bool truncate = true;            // yarn: floor/ceil the ramp bounds (transformers' default)
+
+    bool operator==(const RopeSpec&) const = default;
+};
+
+struct ModelSpec {
+    Arch arch = Arch::llama;
+    std::string hf_architecture;     // e.g. "LlamaForCausalLM", for messages and provenance
+
+    // Dimensions.
+    int n_layers = 0;
+    int hidden_dim = 0;              // residual stream width
+    int n_heads = 0;                 // query heads
+    int n_kv_heads = 0;              // key/value heads (GQA when < n_heads)
+    int head_dim = 0;                // may differ from hidden_dim / n_heads (Qwen3, Gemma 3)
+    int ffn_dim = 0;                 // MLP intermediate width
+    int vocab_size = 0;
+    int max_context = 0;             // max_position_embeddings
+
+    // Normalization: RMSNorm everywhere; y = x / rms(x) * (w + norm_weight_offset).
+    float norm_eps = 1e-6f;
+    float norm_weight_offset = 0.0f; // 1 for Gemma's (1 + w) norms
+    bool qk_norm = false;            // RMSNorm over head_dim on q and k before RoPE (Qwen3, Gemma 3)
+    bool sandwich_norm = false;      // Gemma: norms after attention and after the MLP, before the residual add
+
+    // Attention.
+    bool qkv_bias = false;           // biases on q/k/v projections (Qwen2, Llama attention_bias)
+    bool o_bias = false;             // bias on the output projection (Llama attention_bias)
+    float attn_scale = 0.0f;         // softmax scale; 1/sqrt(head_dim) unless the config says otherwise
+    float attn_softcap = 0.0f;       // tanh soft-capping of attention scores; 0 = off
+    int sliding_window = 0;          // keys visible to a sliding layer, itself included; 0 = none
+    std::vector<AttnKind> layer_attn;  // one per layer
+    RopeSpec rope;                   // RoPE of full-attention layers
+    RopeSpec rope_local;             // RoPE of sliding layers (== rope unless the model differs)
+
+    // MLP: down(act(gate(x)) * up(x)).
+    Activation activation = Activation::silu;
+    bool mlp_bias = false;
+
+    // Embeddings and output.
+    float embed_scale = 1.0f;        // multiplies the token embeddings (Gemma: sqrt(hidden_dim))
+    bool tied_embeddings = false;    // the output head reuses token_embd
+    float final_softcap = 0.0f;      // tanh soft-capping of the logits; 0 = off
+
+    // Special tokens from config.json / generation_config.json (-1 = none).
+    int bos_token_id = -1;
+    std::vector<int> eos_token_ids;
+
+    int q_dim() const { return n_heads * head_dim; }
+    int kv_dim() const { return n_kv_heads * head_dim; }
+    const RopeSpec& rope_for_layer(int il) const {
+        return layer_attn[size_t(il)] == AttnKind::sliding ? rope_local : rope;
+    }
+    // Number of weights (parameters) the spec implies.
+    uint64_t n_params() const;
+
+    bool operator==(const ModelSpec&) const = default;
+};
+
+std::string_view arch_name(Arch a);
+std::string_view activation_name(Activation a);
+std::string_view rope_scaling_name(RopeScaling s);
+
+// The spec as stored in the archive's metadata ("spec"), and back. from_json validates ranges and
+// throws tt::Error ("archive spec: ...") on anything unknown or inconsistent.
+nlohmann::json spec_to_json(const ModelSpec& s);
+ModelSpec spec_from_json(const nlohmann::json& j);
+// Checks internal consistency (positive dims, heads divide, layer_attn size...).
+void validate_spec(const ModelSpec& s, const std::string& context);
+
+}  // namespace tt
