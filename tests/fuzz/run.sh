@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target with clang + ASan/UBSan and runs each for FUZZ_SECONDS (default
+# 20) from its seed corpus. Usage: tests/fuzz/run.sh [build-dir]. Exits non-zero on any crash.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$root/build-fuzz}"
+seconds="${FUZZ_SECONDS:-20}"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTHINTENSOR_FUZZ=ON -DTHINTENSOR_TESTS=OFF -DTHINTENSOR_CUDA=OFF >/dev/null
+targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
+cmake --build "$build" --target $targets
+for t in $targets; do
+  corpus="$build/corpus/$t"
+  mkdir -p "$corpus"
+  seeds="$root/tests/fuzz/seeds/$t"
+  [ -d "$seeds" ] && cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
+  [ -x "$root/tests/fuzz/seed_$t.sh" ] && "$root/tests/fuzz/seed_$t.sh" "$corpus"
+  echo "== $t for ${seconds}s"
+  "$build/$t" -max_total_time="$seconds" -rss_limit_mb=2048 "$corpus"
+done
+echo "all fuzz targets ran without a crash"
