@@ -1,0 +1,105 @@
+// thintensor inspect FILE.thin [--json]: the spec, tokenizer summary, tensors by dtype, layer blocks.
+#include "cli/command.h"
+#include "core/progress.h"
+#include "format/archive.h"
+#include "model/model_spec.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <memory>
+
+namespace {
+
+struct Opts {
+    std::string path;
+    bool json = false;
+    bool tensors = false;
+};
+
+int run(const Opts& o) {
+    const tt::Archive a = tt::Archive::open(o.path);
+    const tt::ModelSpec s = tt::spec_from_json(a.metadata()["spec"]);
+    std::map<std::string, std::pair<size_t, uint64_t>> by_dtype;
+    uint64_t total = 0, params = 0;
+    for (const auto& t : a.tensors()) {
+        auto& e = by_dtype[std::string(tt::dtype_name(t.view.dtype))];
+        e.first += 1;
+        e.second += t.view.nbytes;
+        total += t.view.nbytes;
+        params += uint64_t(t.view.numel());
+    }
+    const auto& meta = a.metadata();
+    const std::string tok_kind = meta.contains("tokenizer") ? meta["tokenizer"].value("kind", "none") : "none";
+    if (o.json) {
+        nlohmann::json j;
+        j["path"] = o.path;
+        j["file_size"] = a.file_size();
+        j["format_version"] = a.header().version;
+        j["spec"] = meta["spec"];
+        j["params"] = params;
+        j["tensor_bytes"] = total;
+        for (const auto& [dt, e] : by_dtype) j["dtypes"][dt] = {{"tensors", e.first}, {"bytes", e.second}};
+        j["blocks"] = meta["blocks"];
+        j["tokenizer"] = {{"kind", tok_kind}};
+        for (const auto& f : a.files()) j["files"].push_back({{"name", f.name}, {"bytes", f.nbytes}});
+        j["generation"] = meta.value("generation", nlohmann::json::object());
+        j["provenance"] = meta.value("provenance", nlohmann::json::object());
+        if (o.tensors) j["tensors"] = meta["tensors"];
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("archive      {} ({}, format v{})\n", o.path, tt::format_bytes(double(a.file_size())), a.header().version);
+    fmt::print("architecture {} ({})\n", tt::arch_name(s.arch), s.hf_architecture);
+    fmt::print("parameters   {:.2f} M ({} of tensor data)\n", double(params) / 1e6, tt::format_bytes(double(total)));
+    fmt::print("dims         layers {}  hidden {}  heads {}/{} (q/kv)  head_dim {}  ffn {}  vocab {}  context {}\n",
+               s.n_layers, s.hidden_dim, s.n_heads, s.n_kv_heads, s.head_dim, s.ffn_dim, s.vocab_size, s.max_context);
+    fmt::print("norm         rms eps {:g}{}{}{}\n", s.norm_eps, s.norm_weight_offset != 0 ? "  (1+w) weights" : "",
+               s.qk_norm ? "  q/k norm" : "", s.sandwich_norm ? "  sandwich norms" : "");
+    fmt::print("attention    scale {:g}{}{}{}\n", s.attn_scale, s.qkv_bias ? "  qkv bias" : "", s.o_bias ? "  o bias" : "",
+               s.sliding_window ? fmt::format("  sliding window {}", s.sliding_window) : "");
+    auto rope_str = [](const tt::RopeSpec& r) {
+        std::string out = fmt::format("theta {:g}  rotary_dim {}  scaling {}", r.theta, r.rotary_dim, tt::rope_scaling_name(r.scaling));
+        if (r.scaling != tt::RopeScaling::none) out += fmt::format(" (factor {:g})", r.factor);
+        return out;
+    };
+    fmt::print("rope         {}\n", rope_str(s.rope));
+    if (!(s.rope_local == s.rope)) fmt::print("rope (local) {}\n", rope_str(s.rope_local));
+    std::string kinds;
+    for (auto k : s.layer_attn) kinds += k == tt::AttnKind::full ? 'F' : 'S';
+    fmt::print("layers       {} (F full, S sliding)\n", kinds);
+    fmt::print("mlp          gated {}{}\n", tt::activation_name(s.activation), s.mlp_bias ? " with biases" : "");
+    fmt::print("embeddings   {}{}\n", s.tied_embeddings ? "tied to the output head" : "separate output head",
+               s.embed_scale != 1.0f ? fmt::format("  scaled by {:g}", s.embed_scale) : "");
+    fmt::print("tokens       bos {}  eos [{}]\n", s.bos_token_id, fmt::join(s.eos_token_ids, ", "));
+    std::string files;
+    for (const auto& f : a.files()) files += fmt::format(" {} ({})", f.name, tt::format_bytes(double(f.nbytes)));
+    fmt::print("tokenizer    {}{}\n", tok_kind, files);
+    fmt::print("tensors      {} in total\n", a.tensors().size());
+    for (const auto& [dt, e] : by_dtype) fmt::print("  {:<5} {:5} tensors  {}\n", dt, e.first, tt::format_bytes(double(e.second)));
+    fmt::print("blocks (contiguous, 4 KiB aligned):\n");
+    for (const auto& b : a.blocks()) fmt::print("  {:<10} offset {:>12}  {}\n", b.name, b.offset, tt::format_bytes(double(b.nbytes)));
+    if (meta.contains("provenance")) {
+        const auto& p = meta["provenance"];
+        fmt::print("source       {} (converted {} by {}, dtype {})\n", p.value("source", "?"), p.value("created", "?"),
+                   p.value("converter", "?"), p.value("dtype", "?"));
+    }
+    if (o.tensors) {
+        fmt::print("tensors:\n");
+        for (const auto& t : a.tensors())
+            fmt::print("  {:<32} {:<5} {:<14} offset {:>12}  xxh3 {:016x}\n", t.view.name, tt::dtype_name(t.view.dtype),
+                       tt::shape_str(t.view.shape), t.offset, t.xxh3);
+    }
+    return 0;
+}
+
+}  // namespace
+
+static tt::cli::Registration reg("inspect", "Show what a .thin archive holds", 30, [](CLI::App& sub) -> tt::cli::RunFn {
+    auto o = std::make_shared<Opts>();
+    sub.add_option("FILE", o->path, ".thin archive")->required();
+    sub.add_flag("--json", o->json, "Print JSON");
+    sub.add_flag("--tensors", o->tensors, "List every tensor");
+    return [o]() -> int { return run(*o); };
+});

@@ -1,0 +1,186 @@
+#include "model/model_spec.h"
+
+#include "core/error.h"
+
+namespace tt {
+
+namespace {
+template <typename E>
+struct EnumName {
+    E value;
+    std::string_view name;
+};
+constexpr EnumName<Arch> k_arch_names[] = {{Arch::llama, "llama"}, {Arch::mistral, "mistral"}, {Arch::qwen2, "qwen2"},
+                                           {Arch::qwen3, "qwen3"}, {Arch::phi3, "phi3"},       {Arch::gemma3, "gemma3"}};
+constexpr EnumName<Activation> k_act_names[] = {{Activation::silu, "silu"}, {Activation::gelu_tanh, "gelu_tanh"}};
+constexpr EnumName<RopeScaling> k_rope_names[] = {{RopeScaling::none, "none"},
+                                                  {RopeScaling::linear, "linear"},
+                                                  {RopeScaling::llama3, "llama3"},
+                                                  {RopeScaling::yarn, "yarn"}};
+constexpr EnumName<AttnKind> k_attn_names[] = {{AttnKind::full, "full"}, {AttnKind::sliding, "sliding"}};
+
+template <typename E, size_t N>
+std::string_view to_name(const EnumName<E> (&table)[N], E v) {
+    for (const auto& e : table)
+        if (e.value == v) return e.name;
+    TT_ASSERT(false);
+}
+template <typename E, size_t N>
+E from_name(const EnumName<E> (&table)[N], const std::string& s, const char* what) {
+    for (const auto& e : table)
+        if (e.name == s) return e.value;
+    fail("archive spec: unknown {} '{}' (archive written by a newer ThinTensor?)", what, s);
+}
+
+nlohmann::json rope_to_json(const RopeSpec& r) {
+    return {{"theta", r.theta},
+            {"rotary_dim", r.rotary_dim},
+            {"scaling", to_name(k_rope_names, r.scaling)},
+            {"factor", r.factor},
+            {"low_freq_factor", r.low_freq_factor},
+            {"high_freq_factor", r.high_freq_factor},
+            {"original_max_position", r.original_max_position},
+            {"beta_fast", r.beta_fast},
+            {"beta_slow", r.beta_slow},
+            {"attention_factor", r.attention_factor},
+            {"truncate", r.truncate}};
+}
+
+RopeSpec rope_from_json(const nlohmann::json& j) {
+    RopeSpec r;
+    r.theta = j.at("theta").get<double>();
+    r.rotary_dim = j.at("rotary_dim").get<int>();
+    r.scaling = from_name(k_rope_names, j.at("scaling").get<std::string>(), "rope scaling");
+    r.factor = j.at("factor").get<double>();
+    r.low_freq_factor = j.at("low_freq_factor").get<double>();
+    r.high_freq_factor = j.at("high_freq_factor").get<double>();
+    r.original_max_position = j.at("original_max_position").get<int>();
+    r.beta_fast = j.at("beta_fast").get<double>();
+    r.beta_slow = j.at("beta_slow").get<double>();
+    r.attention_factor = j.at("attention_factor").get<double>();
+    r.truncate = j.at("truncate").get<bool>();
+    return r;
+}
+}  // namespace
+
+std::string_view arch_name(Arch a) { return to_name(k_arch_names, a); }
+std::string_view activation_name(Activation a) { return to_name(k_act_names, a); }
+std::string_view rope_scaling_name(RopeScaling s) { return to_name(k_rope_names, s); }
+
+uint64_t ModelSpec::n_params() const {
+    const uint64_t h = uint64_t(hidden_dim), q = uint64_t(q_dim()), kv = uint64_t(kv_dim()), f = uint64_t(ffn_dim);
+    uint64_t per_layer = h * q + 2 * h * kv + q * h + 3 * h * f + 2 * h;
+    if (qkv_bias) per_layer += q + 2 * kv;
+    if (o_bias) per_layer += h;
+    if (mlp_bias) per_layer += 2 * f + h;
+    if (qk_norm) per_layer += 2 * uint64_t(head_dim);
+    if (sandwich_norm) per_layer += 2 * h;
+    uint64_t n = uint64_t(n_layers) * per_layer + uint64_t(vocab_size) * h + h;
+    if (!tied_embeddings) n += uint64_t(vocab_size) * h;
+    return n;
+}
+
+nlohmann::json spec_to_json(const ModelSpec& s) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (auto k : s.layer_attn) layers.push_back(to_name(k_attn_names, k));
+    return {{"arch", arch_name(s.arch)},
+            {"hf_architecture", s.hf_architecture},
+            {"n_layers", s.n_layers},
+            {"hidden_dim", s.hidden_dim},
+            {"n_heads", s.n_heads},
+            {"n_kv_heads", s.n_kv_heads},
+            {"head_dim", s.head_dim},
+            {"ffn_dim", s.ffn_dim},
+            {"vocab_size", s.vocab_size},
+            {"max_context", s.max_context},
+            {"norm_eps", s.norm_eps},
+            {"norm_weight_offset", s.norm_weight_offset},
+            {"qk_norm", s.qk_norm},
+            {"sandwich_norm", s.sandwich_norm},
+            {"qkv_bias", s.qkv_bias},
+            {"o_bias", s.o_bias},
+            {"attn_scale", s.attn_scale},
+            {"attn_softcap", s.attn_softcap},
+            {"sliding_window", s.sliding_window},
+            {"layer_attn", layers},
+            {"rope", rope_to_json(s.rope)},
+            {"rope_local", rope_to_json(s.rope_local)},
+            {"activation", activation_name(s.activation)},
+            {"mlp_bias", s.mlp_bias},
+            {"embed_scale", s.embed_scale},
+            {"tied_embeddings", s.tied_embeddings},
+            {"final_softcap", s.final_softcap},
+            {"bos_token_id", s.bos_token_id},
+            {"eos_token_ids", s.eos_token_ids}};
+}
+
+ModelSpec spec_from_json(const nlohmann::json& j) {
+    ModelSpec s;
+    try {
+        s.arch = from_name(k_arch_names, j.at("arch").get<std::string>(), "architecture");
+        s.hf_architecture = j.at("hf_architecture").get<std::string>();
+        s.n_layers = j.at("n_layers").get<int>();
+        s.hidden_dim = j.at("hidden_dim").get<int>();
+        s.n_heads = j.at("n_heads").get<int>();
+        s.n_kv_heads = j.at("n_kv_heads").get<int>();
+        s.head_dim = j.at("head_dim").get<int>();
+        s.ffn_dim = j.at("ffn_dim").get<int>();
+        s.vocab_size = j.at("vocab_size").get<int>();
+        s.max_context = j.at("max_context").get<int>();
+        s.norm_eps = j.at("norm_eps").get<float>();
+        s.norm_weight_offset = j.at("norm_weight_offset").get<float>();
+        s.qk_norm = j.at("qk_norm").get<bool>();
+        s.sandwich_norm = j.at("sandwich_norm").get<bool>();
+        s.qkv_bias = j.at("qkv_bias").get<bool>();
+        s.o_bias = j.at("o_bias").get<bool>();
+        s.attn_scale = j.at("attn_scale").get<float>();
+        s.attn_softcap = j.at("attn_softcap").get<float>();
+        s.sliding_window = j.at("sliding_window").get<int>();
+        for (const auto& k : j.at("layer_attn")) s.layer_attn.push_back(from_name(k_attn_names, k.get<std::string>(), "layer kind"));
+        s.rope = rope_from_json(j.at("rope"));
+        s.rope_local = rope_from_json(j.at("rope_local"));
+        s.activation = from_name(k_act_names, j.at("activation").get<std::string>(), "activation");
+        s.mlp_bias = j.at("mlp_bias").get<bool>();
+        s.embed_scale = j.at("embed_scale").get<float>();
+        s.tied_embeddings = j.at("tied_embeddings").get<bool>();
+        s.final_softcap = j.at("final_softcap").get<float>();
+        s.bos_token_id = j.at("bos_token_id").get<int>();
+        s.eos_token_ids = j.at("eos_token_ids").get<std::vector<int>>();
+    } catch (const nlohmann::json::exception& e) {
+        fail("archive spec: {}", e.what());
+    }
+    validate_spec(s, "archive spec");
+    return s;
+}
+
+void validate_spec(const ModelSpec& s, const std::string& ctx) {
+    auto positive = [&](int v, const char* name) {
+        if (v <= 0) fail("{}: {} must be positive, got {}", ctx, name, v);
+    };
+    positive(s.n_layers, "num_hidden_layers");
+    positive(s.hidden_dim, "hidden_size");
+    positive(s.n_heads, "num_attention_heads");
+    positive(s.n_kv_heads, "num_key_value_heads");
+    positive(s.head_dim, "head_dim");
+    positive(s.ffn_dim, "intermediate_size");
+    positive(s.vocab_size, "vocab_size");
+    positive(s.max_context, "max_position_embeddings");
+    if (s.n_heads % s.n_kv_heads != 0)
+        fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", ctx, s.n_heads, s.n_kv_heads);
+    if (int(s.layer_attn.size()) != s.n_layers)
+        fail("{}: {} layer types for {} layers", ctx, s.layer_attn.size(), s.n_layers);
+    for (const RopeSpec* r : {&s.rope, &s.rope_local}) {
+        if (r->rotary_dim <= 0 || r->rotary_dim > s.head_dim || r->rotary_dim % 2 != 0)
+            fail("{}: rotary dimension {} must be even and within head_dim {}", ctx, r->rotary_dim, s.head_dim);
+        if (!(r->theta > 0)) fail("{}: rope theta must be positive", ctx);
+        if (r->scaling != RopeScaling::none && !(r->factor > 0)) fail("{}: rope scaling factor must be positive", ctx);
+        if ((r->scaling == RopeScaling::llama3 || r->scaling == RopeScaling::yarn) && r->original_max_position <= 0)
+            fail("{}: rope scaling {} needs original_max_position_embeddings", ctx, rope_scaling_name(r->scaling));
+    }
+    for (auto k : s.layer_attn)
+        if (k == AttnKind::sliding && s.sliding_window <= 0) fail("{}: sliding layer without a sliding_window", ctx);
+    if (!(s.norm_eps > 0)) fail("{}: rms_norm_eps must be positive", ctx);
+    if (!(s.attn_scale > 0)) fail("{}: attention scale must be positive", ctx);
+}
+
+}  // namespace tt

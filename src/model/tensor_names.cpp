@@ -1,0 +1,140 @@
+#include "model/tensor_names.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+namespace tt {
+
+namespace {
+
+// The one table. {} in a name is the layer index. Rows apply to every architecture unless an
+// override below names another HF source for that architecture.
+struct NameRow {
+    Role role;
+    const char* internal;
+    const char* hf;
+};
+constexpr NameRow k_names[] = {
+    {Role::token_embd, "token_embd.weight", "model.embed_tokens.weight"},
+    {Role::output_norm, "output_norm.weight", "model.norm.weight"},
+    {Role::output, "output.weight", "lm_head.weight"},
+    {Role::attn_norm, "blk.{}.attn_norm.weight", "model.layers.{}.input_layernorm.weight"},
+    {Role::attn_q, "blk.{}.attn_q.weight", "model.layers.{}.self_attn.q_proj.weight"},
+    {Role::attn_k, "blk.{}.attn_k.weight", "model.layers.{}.self_attn.k_proj.weight"},
+    {Role::attn_v, "blk.{}.attn_v.weight", "model.layers.{}.self_attn.v_proj.weight"},
+    {Role::attn_o, "blk.{}.attn_output.weight", "model.layers.{}.self_attn.o_proj.weight"},
+    {Role::attn_q_bias, "blk.{}.attn_q.bias", "model.layers.{}.self_attn.q_proj.bias"},
+    {Role::attn_k_bias, "blk.{}.attn_k.bias", "model.layers.{}.self_attn.k_proj.bias"},
+    {Role::attn_v_bias, "blk.{}.attn_v.bias", "model.layers.{}.self_attn.v_proj.bias"},
+    {Role::attn_o_bias, "blk.{}.attn_output.bias", "model.layers.{}.self_attn.o_proj.bias"},
+    {Role::attn_q_norm, "blk.{}.attn_q_norm.weight", "model.layers.{}.self_attn.q_norm.weight"},
+    {Role::attn_k_norm, "blk.{}.attn_k_norm.weight", "model.layers.{}.self_attn.k_norm.weight"},
+    {Role::attn_post_norm, "blk.{}.attn_post_norm.weight", "model.layers.{}.post_attention_layernorm.weight"},
+    {Role::ffn_norm, "blk.{}.ffn_norm.weight", "model.layers.{}.post_attention_layernorm.weight"},
+    {Role::ffn_post_norm, "blk.{}.ffn_post_norm.weight", "model.layers.{}.post_feedforward_layernorm.weight"},
+    {Role::ffn_gate, "blk.{}.ffn_gate.weight", "model.layers.{}.mlp.gate_proj.weight"},
+    {Role::ffn_up, "blk.{}.ffn_up.weight", "model.layers.{}.mlp.up_proj.weight"},
+    {Role::ffn_down, "blk.{}.ffn_down.weight", "model.layers.{}.mlp.down_proj.weight"},
+    {Role::ffn_gate_bias, "blk.{}.ffn_gate.bias", "model.layers.{}.mlp.gate_proj.bias"},
+    {Role::ffn_up_bias, "blk.{}.ffn_up.bias", "model.layers.{}.mlp.up_proj.bias"},
+    {Role::ffn_down_bias, "blk.{}.ffn_down.bias", "model.layers.{}.mlp.down_proj.bias"},
+};
+
+// Architectures whose HF checkpoints name a role differently.
+struct OverrideRow {
+    Arch arch;
+    Role role;
+    const char* hf;
+};
+constexpr OverrideRow k_overrides[] = {
+    // Gemma's post_attention_layernorm normalizes the attention output (sandwich norm); the pre-MLP
+    // norm is pre_feedforward_layernorm.
+    {Arch::gemma3, Role::ffn_norm, "model.layers.{}.pre_feedforward_layernorm.weight"},
+    // Phi-3's fused projections (split by rows, see TensorPlan::hf_row_begin).
+    {Arch::phi3, Role::attn_q, "model.layers.{}.self_attn.qkv_proj.weight"},
+    {Arch::phi3, Role::attn_k, "model.layers.{}.self_attn.qkv_proj.weight"},
+    {Arch::phi3, Role::attn_v, "model.layers.{}.self_attn.qkv_proj.weight"},
+    {Arch::phi3, Role::ffn_gate, "model.layers.{}.mlp.gate_up_proj.weight"},
+    {Arch::phi3, Role::ffn_up, "model.layers.{}.mlp.gate_up_proj.weight"},
+};
+
+const NameRow& row(Role r) {
+    for (const auto& n : k_names)
+        if (n.role == r) return n;
+    TT_ASSERT(false, "role {} has no name", int(r));
+}
+
+std::string fill(const char* pattern, int layer) {
+    std::string s = pattern;
+    const auto pos = s.find("{}");
+    if (pos != std::string::npos) {
+        TT_ASSERT(layer >= 0, "per-layer tensor {} needs a layer", pattern);
+        s.replace(pos, 2, std::to_string(layer));
+    }
+    return s;
+}
+
+std::string hf_name(Arch arch, Role r, int layer) {
+    for (const auto& o : k_overrides)
+        if (o.arch == arch && o.role == r) return fill(o.hf, layer);
+    return fill(row(r).hf, layer);
+}
+
+}  // namespace
+
+std::string tensor_name(Role role, int layer) { return fill(row(role).internal, layer); }
+
+std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
+    const int64_t h = s.hidden_dim, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn_dim, v = s.vocab_size, hd = s.head_dim;
+    std::vector<TensorPlan> out;
+    auto add = [&](Role r, int layer, Shape shape, const std::string& block) {
+        TensorPlan p{r, layer, tensor_name(r, layer), shape, block, hf_name(s.arch, r, layer), 0, shape};
+        if (s.arch == Arch::phi3) {  // rows of the fused matrices
+            switch (r) {
+            case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {q + 2 * kv, h}; break;
+            case Role::attn_k: p.hf_row_begin = q; p.hf_shape = {q + 2 * kv, h}; break;
+            case Role::attn_v: p.hf_row_begin = q + kv; p.hf_shape = {q + 2 * kv, h}; break;
+            case Role::ffn_gate: p.hf_row_begin = 0; p.hf_shape = {2 * f, h}; break;
+            case Role::ffn_up: p.hf_row_begin = f; p.hf_shape = {2 * f, h}; break;
+            default: break;
+            }
+        }
+        out.push_back(std::move(p));
+    };
+    add(Role::token_embd, -1, {v, h}, "embed");
+    for (int il = 0; il < s.n_layers; ++il) {
+        const std::string b = fmt::format("layer.{}", il);
+        add(Role::attn_norm, il, {h}, b);
+        add(Role::attn_q, il, {q, h}, b);
+        add(Role::attn_k, il, {kv, h}, b);
+        add(Role::attn_v, il, {kv, h}, b);
+        if (s.qkv_bias) {
+            add(Role::attn_q_bias, il, {q}, b);
+            add(Role::attn_k_bias, il, {kv}, b);
+            add(Role::attn_v_bias, il, {kv}, b);
+        }
+        if (s.qk_norm) {
+            add(Role::attn_q_norm, il, {hd}, b);
+            add(Role::attn_k_norm, il, {hd}, b);
+        }
+        add(Role::attn_o, il, {h, q}, b);
+        if (s.o_bias) add(Role::attn_o_bias, il, {h}, b);
+        if (s.sandwich_norm) add(Role::attn_post_norm, il, {h}, b);
+        add(Role::ffn_norm, il, {h}, b);
+        add(Role::ffn_gate, il, {f, h}, b);
+        add(Role::ffn_up, il, {f, h}, b);
+        add(Role::ffn_down, il, {h, f}, b);
+        if (s.mlp_bias) {
+            add(Role::ffn_gate_bias, il, {f}, b);
+            add(Role::ffn_up_bias, il, {f}, b);
+            add(Role::ffn_down_bias, il, {h}, b);
+        }
+        if (s.sandwich_norm) add(Role::ffn_post_norm, il, {h}, b);
+    }
+    add(Role::output_norm, -1, {h}, "output");
+    if (!s.tied_embeddings) add(Role::output, -1, {v, h}, "output");
+    return out;
+}
+
+}  // namespace tt

@@ -1,0 +1,59 @@
+// The tensor-name table: every weight the engine knows, its internal (archive) name, its Hugging
+// Face source name, and its expected shape as a function of the ModelSpec. The converter and the
+// loaders both read this one table (../shared/STYLE.md, "tensor names in one place").
+#pragma once
+
+#include "format/tensor.h"
+#include "model/model_spec.h"
+
+#include <string>
+#include <vector>
+
+namespace tt {
+
+enum class Role {
+    token_embd,      // [vocab, hidden]
+    output_norm,     // [hidden]
+    output,          // [vocab, hidden]; absent when embeddings are tied
+    attn_norm,       // [hidden]              RMSNorm before attention
+    attn_q,          // [q_dim, hidden]
+    attn_k,          // [kv_dim, hidden]
+    attn_v,          // [kv_dim, hidden]
+    attn_o,          // [hidden, q_dim]
+    attn_q_bias,     // [q_dim]
+    attn_k_bias,     // [kv_dim]
+    attn_v_bias,     // [kv_dim]
+    attn_o_bias,     // [hidden]
+    attn_q_norm,     // [head_dim]            per-head RMSNorm on q
+    attn_k_norm,     // [head_dim]
+    attn_post_norm,  // [hidden]              sandwich: on the attention output
+    ffn_norm,        // [hidden]              RMSNorm before the MLP
+    ffn_post_norm,   // [hidden]              sandwich: on the MLP output
+    ffn_gate,        // [ffn, hidden]
+    ffn_up,          // [ffn, hidden]
+    ffn_down,        // [hidden, ffn]
+    ffn_gate_bias,   // [ffn]
+    ffn_up_bias,     // [ffn]
+    ffn_down_bias,   // [hidden]
+};
+
+// Internal name: "token_embd.weight", "blk.3.attn_q.weight", ...
+std::string tensor_name(Role role, int layer = -1);
+
+struct TensorPlan {
+    Role role;
+    int layer;              // -1 for whole-model tensors
+    std::string name;       // internal name in the archive
+    Shape shape;            // expected shape
+    std::string block;      // "embed", "layer.N", "output": the contiguous group it is stored in
+    std::string hf_name;    // source tensor in the HF checkpoint
+    // note: Phi-3 fuses q/k/v (and gate/up) into one matrix; the converter splits it, so the runtime
+    // sees one layout for every architecture. The slice is rows [hf_row_begin, hf_row_begin + shape[0]).
+    int64_t hf_row_begin = 0;
+    Shape hf_shape;         // the HF tensor's expected shape (differs from `shape` when sliced)
+};
+
+// Every tensor the spec implies, in archive order (embed, layer 0..n-1, output).
+std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);
+
+}  // namespace tt
