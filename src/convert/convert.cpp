@@ -105,13 +105,18 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
     const ModelSpec spec = spec_from_hf_config(config, generation, config_path.string());
 
     Checkpoint ck = open_checkpoint(dir);
-    const std::vector<TensorPlan> plan = plan_tensors(spec);
 
     // Check everything before writing a byte: missing tensors, shapes, dtypes.
     uint64_t total_in = 0;
     std::set<std::string> used;
-    for (const auto& p : plan) {
+    std::vector<TensorPlan> plan = plan_tensors(spec);
+    for (auto& p : plan) {
         auto it = ck.tensors.find(p.hf_name);
+        if (it == ck.tensors.end() && !p.hf_alt_name.empty() && ck.tensors.count(p.hf_alt_name)) {
+            log::info("note: {} is stored as {} (tied embeddings)", p.hf_name, p.hf_alt_name);
+            p.hf_name = p.hf_alt_name;
+            it = ck.tensors.find(p.hf_name);
+        }
         if (it == ck.tensors.end())
             fail("{}: missing tensor '{}' (needed as {} by {})", ck.files.size() == 1 ? ck.files[0]->path() : src,
                  p.hf_name, p.name, spec.hf_architecture);

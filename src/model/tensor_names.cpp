@@ -89,7 +89,7 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const int64_t h = s.hidden_dim, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn_dim, v = s.vocab_size, hd = s.head_dim;
     std::vector<TensorPlan> out;
     auto add = [&](Role r, int layer, Shape shape, const std::string& block) {
-        TensorPlan p{r, layer, tensor_name(r, layer), shape, block, hf_name(s.arch, r, layer), 0, shape};
+        TensorPlan p{r, layer, tensor_name(r, layer), shape, block, hf_name(s.arch, r, layer), 0, shape, ""};
         if (s.arch == Arch::phi3) {  // rows of the fused matrices
             switch (r) {
             case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {q + 2 * kv, h}; break;
@@ -103,6 +103,7 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
         out.push_back(std::move(p));
     };
     add(Role::token_embd, -1, {v, h}, "embed");
+    if (s.tied_embeddings) out.back().hf_alt_name = row(Role::output).hf;
     for (int il = 0; il < s.n_layers; ++il) {
         const std::string b = fmt::format("layer.{}", il);
         add(Role::attn_norm, il, {h}, b);

@@ -51,6 +51,9 @@ struct TensorPlan {
     // sees one layout for every architecture. The slice is rows [hf_row_begin, hf_row_begin + shape[0]).
     int64_t hf_row_begin = 0;
     Shape hf_shape;         // the HF tensor's expected shape (differs from `shape` when sliced)
+    // note: a tied checkpoint may store the shared matrix under the output head's name only
+    // (safetensors drops aliases); the converter then reads it from here.
+    std::string hf_alt_name;
 };
 
 // Every tensor the spec implies, in archive order (embed, layer 0..n-1, output).

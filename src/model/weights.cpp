@@ -1,0 +1,60 @@
+#include "model/weights.h"
+
+#include "core/error.h"
+
+namespace tt {
+
+namespace {
+const TensorView** slot(ModelWeights& w, Role r, int layer) {
+    if (layer < 0) {
+        switch (r) {
+        case Role::token_embd: return &w.token_embd;
+        case Role::output_norm: return &w.output_norm;
+        case Role::output: return &w.output;
+        default: TT_ASSERT(false);
+        }
+    }
+    LayerWeights& l = w.layers[size_t(layer)];
+    switch (r) {
+    case Role::attn_norm: return &l.attn_norm;
+    case Role::attn_q: return &l.wq;
+    case Role::attn_k: return &l.wk;
+    case Role::attn_v: return &l.wv;
+    case Role::attn_o: return &l.wo;
+    case Role::attn_q_bias: return &l.bq;
+    case Role::attn_k_bias: return &l.bk;
+    case Role::attn_v_bias: return &l.bv;
+    case Role::attn_o_bias: return &l.bo;
+    case Role::attn_q_norm: return &l.q_norm;
+    case Role::attn_k_norm: return &l.k_norm;
+    case Role::attn_post_norm: return &l.attn_post_norm;
+    case Role::ffn_norm: return &l.ffn_norm;
+    case Role::ffn_post_norm: return &l.ffn_post_norm;
+    case Role::ffn_gate: return &l.w_gate;
+    case Role::ffn_up: return &l.w_up;
+    case Role::ffn_down: return &l.w_down;
+    case Role::ffn_gate_bias: return &l.b_gate;
+    case Role::ffn_up_bias: return &l.b_up;
+    case Role::ffn_down_bias: return &l.b_down;
+    default: TT_ASSERT(false);
+    }
+}
+}  // namespace
+
+ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
+    ModelWeights w;
+    w.layers.resize(size_t(spec.n_layers));
+    for (const TensorPlan& p : plan_tensors(spec)) {
+        const ArchiveTensor* t = a.find(p.name);
+        if (!t) fail("{}: missing tensor '{}' ({} needs it)", a.path(), p.name, spec.hf_architecture);
+        if (t->view.shape != p.shape)
+            fail("{}: tensor '{}': expected shape {}, found {}", a.path(), p.name, shape_str(p.shape), shape_str(t->view.shape));
+        if (!dtype_is_float(t->view.dtype))
+            fail("{}: tensor '{}': expected a float dtype, found {}", a.path(), p.name, dtype_name(t->view.dtype));
+        *slot(w, p.role, p.layer) = &t->view;
+    }
+    if (spec.tied_embeddings) w.output = w.token_embd;
+    return w;
+}
+
+}  // namespace tt

@@ -1,0 +1,47 @@
+// Binds the archive's tensors to the roles the forward pass uses, checking each one's dtype and
+// shape against the spec ("expected ... found ..."). Backends read weights only through this.
+#pragma once
+
+#include "format/archive.h"
+#include "model/model_spec.h"
+#include "model/tensor_names.h"
+
+#include <array>
+#include <vector>
+
+namespace tt {
+
+struct LayerWeights {
+    const TensorView* attn_norm = nullptr;       // [hidden]
+    const TensorView* wq = nullptr;              // [q_dim, hidden]
+    const TensorView* wk = nullptr;              // [kv_dim, hidden]
+    const TensorView* wv = nullptr;              // [kv_dim, hidden]
+    const TensorView* wo = nullptr;              // [hidden, q_dim]
+    const TensorView* bq = nullptr;              // [q_dim]   (qkv_bias)
+    const TensorView* bk = nullptr;              // [kv_dim]
+    const TensorView* bv = nullptr;              // [kv_dim]
+    const TensorView* bo = nullptr;              // [hidden]  (o_bias)
+    const TensorView* q_norm = nullptr;          // [head_dim] (qk_norm)
+    const TensorView* k_norm = nullptr;          // [head_dim]
+    const TensorView* attn_post_norm = nullptr;  // [hidden]  (sandwich_norm)
+    const TensorView* ffn_norm = nullptr;        // [hidden]
+    const TensorView* ffn_post_norm = nullptr;   // [hidden]  (sandwich_norm)
+    const TensorView* w_gate = nullptr;          // [ffn, hidden]
+    const TensorView* w_up = nullptr;            // [ffn, hidden]
+    const TensorView* w_down = nullptr;          // [hidden, ffn]
+    const TensorView* b_gate = nullptr;          // [ffn]     (mlp_bias)
+    const TensorView* b_up = nullptr;            // [ffn]
+    const TensorView* b_down = nullptr;          // [hidden]
+};
+
+struct ModelWeights {
+    const TensorView* token_embd = nullptr;  // [vocab, hidden]
+    const TensorView* output_norm = nullptr; // [hidden]
+    const TensorView* output = nullptr;      // [vocab, hidden]; == token_embd when tied
+    std::vector<LayerWeights> layers;
+};
+
+// Throws tt::Error naming the archive and the tensor on a missing tensor or a dtype/shape mismatch.
+ModelWeights bind_weights(const Archive& archive, const ModelSpec& spec);
+
+}  // namespace tt

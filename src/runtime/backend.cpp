@@ -1,0 +1,37 @@
+#include "runtime/backend.h"
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <vector>
+
+namespace tt {
+
+static std::vector<BackendFactory>& factories() {
+    static std::vector<BackendFactory> f;
+    return f;
+}
+
+void register_backend(BackendFactory f) { factories().push_back(std::move(f)); }
+
+std::string default_device() {
+    for (const auto& f : factories())
+        if (f.name == "cuda" && f.available(nullptr)) return "cuda";
+    return "cpu";
+}
+
+std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
+    if (opt.device == "cpu") return make_cpu_backend(archive, opt);
+    const std::string family = opt.device.substr(0, opt.device.find(':'));
+    if (family != "cuda") fail("--device: unknown device '{}' (use cpu, cuda or cuda:N)", opt.device);
+    for (const auto& f : factories()) {
+        if (f.name != family) continue;
+        std::string why;
+        if (!f.available(&why)) fail("--device {}: no usable GPU: {}", opt.device, why);
+        return f.create(archive, opt);
+    }
+    fail("--device {}: this build of thintensor has no CUDA backend (built without nvcc)", opt.device);
+}
+
+}  // namespace tt

@@ -1,0 +1,59 @@
+// The interface between the generation loop (model logic) and a compute backend (CPU, CUDA).
+// Model logic never sees CUDA: it drives a Backend. A backend owns the weights' placement and the
+// KV cache; positions are implicit: tokens fed are appended after the n_past already cached.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace tt {
+
+class Archive;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // "cpu (2 threads)", "cuda:0 NVIDIA H200".
+    virtual std::string describe() const = 0;
+    // Maximum positions the KV cache holds.
+    virtual int context_size() const = 0;
+    // Tokens currently in the KV cache.
+    virtual int n_past() const = 0;
+    // Drops cache entries from position n on (n <= n_past): /reset, or a chat turn that reuses a prefix.
+    virtual void rewind(int n) = 0;
+
+    // Runs tokens at positions [n_past, n_past + tokens.size()), appends them to the cache, and
+    // returns logits: [tokens.size(), vocab] when all_logits, else [vocab] for the last token.
+    // The span stays valid until the next call. Throws tt::Error if the context would overflow.
+    virtual std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) = 0;
+};
+
+struct BackendOptions {
+    std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
+    int context = 0;             // KV cache length; 0 = the model's max_context
+    int n_threads = 0;           // CPU threads; 0 = all cores
+};
+
+// Creates the backend named by opt.device for the opened archive (kept alive by the caller).
+std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt);
+// "cuda" when this build has the CUDA backend and a GPU is visible, else "cpu".
+std::string default_device();
+
+}  // namespace tt
+
+namespace tt {
+
+// Backends other than the CPU register themselves here (the CUDA library does so from
+// tt::cuda::register_backend(), called by the CLI when it is linked in).
+struct BackendFactory {
+    std::string name;                                     // "cuda"
+    std::function<bool(std::string* why)> available;      // a usable device exists
+    std::function<std::unique_ptr<Backend>(const Archive&, const BackendOptions&)> create;
+};
+void register_backend(BackendFactory f);
+
+}  // namespace tt
