@@ -4,6 +4,10 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#ifdef THINTENSOR_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,6 +30,9 @@ Registration::Registration(std::string name, std::string description, int order,
 
 int main(int argc, char** argv) {
     using namespace tt;
+#ifdef THINTENSOR_HAVE_CUDA
+    cuda::register_backend();
+#endif
     CLI::App app{"ThinTensor: pull, convert, verify and run causal language models on the GPU and CPU"};
     app.set_version_flag("--version", std::string("thintensor ") + THINTENSOR_VERSION);
     app.require_subcommand(1);

@@ -3,10 +3,15 @@
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/sampler.h"
 
 #include <vector>
 
 namespace tt {
+
+int32_t Backend::forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) {
+    return sampler.sample(forward(tokens, false), history);
+}
 
 static std::vector<BackendFactory>& factories() {
     static std::vector<BackendFactory> f;

@@ -12,6 +12,7 @@
 namespace tt {
 
 class Archive;
+class Sampler;
 
 class Backend {
 public:
@@ -30,6 +31,11 @@ public:
     // returns logits: [tokens.size(), vocab] when all_logits, else [vocab] for the last token.
     // The span stays valid until the next call. Throws tt::Error if the context would overflow.
     virtual std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) = 0;
+
+    // Feeds tokens as forward() does and chooses the next token with `sampler` (history: the
+    // context so far, for the repetition penalty). The default samples forward()'s logits on the
+    // host; a GPU backend overrides it so that only the chosen id crosses to the host.
+    virtual int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history);
 };
 
 struct BackendOptions {

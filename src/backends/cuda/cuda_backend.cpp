@@ -1,0 +1,520 @@
+// Host orchestration of the CUDA backend. The layer loop mirrors the CPU reference
+// (src/backends/cpu/cpu_backend.cpp) step for step; tests/gpu/ holds it to that reference.
+//
+// Decode (one token): per layer, one GEMV launch for q/k/v with the attention RMSNorm fused in, one
+// kernel for q/k norm + RoPE + KV-cache write, flash-decoding attention, the output projection with
+// the residual add fused, one gated GEMV (gate and up with the MLP norm fused), and the down
+// projection with the residual add fused. The whole step, token in to token id out, is captured
+// once in a CUDA graph and replayed; positions are read from device memory.
+//
+// Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),
+// attention as two batched GEMMs around a masked softmax, processed in query chunks whose key
+// range stops at the chunk's last position (the causal mask makes later keys useless).
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "format/archive.h"
+#include "model/weights.h"
+#include "runtime/backend.h"
+#include "runtime/rope.h"
+#include "runtime/sampler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace tt::cuda {
+
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+    switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: fail("CUDA backend: unsupported dtype {}", dtype_name(t));
+    }
+}
+
+// A device allocation freed with the backend.
+struct DeviceBuffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(size_t n) : bytes(n) {
+        if (n) TT_CUDA_CHECK(cudaMalloc(&ptr, n));
+    }
+    ~DeviceBuffer() {
+        if (ptr) cudaFree(ptr);
+    }
+    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)), bytes(o.bytes) {}
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        std::swap(ptr, o.ptr);
+        std::swap(bytes, o.bytes);
+        return *this;
+    }
+    template <typename T> T* as() const { return static_cast<T*>(ptr); }
+};
+
+struct DevLayer {
+    const void *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *attn_post_norm;
+    const void *ffn_norm, *ffn_post_norm, *w_gate, *w_up, *w_down, *b_gate, *b_up, *b_down;
+    DeviceBuffer k_cache, v_cache;
+};
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(const Archive& a, const BackendOptions& opt);
+    ~CudaBackend() override;
+
+    std::string describe() const override { return fmt::format("cuda:{} {}", device_, device_name_); }
+    int context_size() const override { return n_ctx_; }
+    int n_past() const override { return n_past_; }
+    void rewind(int n) override {
+        TT_ASSERT(n >= 0 && n <= n_past_);
+        n_past_ = n;
+    }
+    std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
+    int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
+
+private:
+    void upload(const Archive& a, const ModelWeights& w);
+    void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
+    void run_decode_graph();
+    void prefill(std::span<const int32_t> tokens, bool all_logits);
+    void gemm(const void* w, int rows, int cols, const void* x, int n, float* y);  // y[n, rows] = x[n, cols] W^T
+
+    ModelSpec spec_;
+    int device_ = 0;
+    std::string device_name_;
+    int n_sms_ = 0;
+    DType wdt_ = DType::bf16, kvdt_ = DType::bf16;
+    int n_ctx_ = 0, n_past_ = 0;
+    float embed_scale_ = 1.0f;
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+    DeviceBuffer weights_;
+    std::map<const TensorView*, const void*> dev_ptr_;
+    const void *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
+    std::vector<DevLayer> layers_;
+    DeviceBuffer inv_freq_, inv_freq_local_;
+    RopeTable rope_, rope_local_;
+    // Decode state (fixed addresses: the graph refers to them).
+    DeviceBuffer x_, q_, k_, v_, att_, tmp_, ffn_, logits_, partial_, io_;  // io_: {token, pos, result}
+    int n_splits_ = 1;
+    int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
+    cudaGraphExec_t graph_ = nullptr;
+    // Prefill workspace, grown on demand.
+    int prefill_cap_ = 0, keys_cap_ = 0;
+    DeviceBuffer px_, ph_, pq_, pk_, pv_, pqb_, pscores_, pprobs_, patt_, ptmp_, pg_, pu_, pact_, plogits_, pids_;
+    std::vector<float> host_logits_;
+};
+
+CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(spec_from_json(a.metadata()["spec"])) {
+    if (opt.device.size() > 5 && opt.device.rfind("cuda:", 0) == 0) device_ = std::stoi(opt.device.substr(5));
+    std::string why;
+    const auto devices = list_devices(&why);
+    if (device_ < 0 || device_ >= int(devices.size())) fail("--device {}: no such GPU ({} visible)", opt.device, devices.size());
+    TT_CUDA_CHECK(cudaSetDevice(device_));
+    device_name_ = devices[size_t(device_)].name;
+    n_sms_ = devices[size_t(device_)].multiprocessors;
+    const ModelWeights w = bind_weights(a, spec_);
+    wdt_ = w.token_embd->dtype;
+    for (const auto& t : a.tensors())
+        if (t.view.dtype != wdt_)
+            fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
+                 "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
+    // note: the KV cache has the weights' dtype, as in transformers: bf16 for bf16 models, and f32
+    // for f32 models so the f32 reference fixtures are compared without an extra rounding.
+    kvdt_ = wdt_;
+    n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
+    embed_scale_ = spec_.embed_scale;
+    if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
+    if (wdt_ == DType::f16) embed_scale_ = f16_to_f32(f32_to_f16(embed_scale_));
+
+    TT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TT_CUBLAS_CHECK(cublasCreate(&cublas_));
+    TT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    // Keep f32 GEMMs in true f32 (no TF32) so f32 models match the reference to rounding.
+    TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
+    if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+
+    upload(a, w);
+
+    rope_ = make_rope_table(spec_.rope);
+    rope_local_ = make_rope_table(spec_.rope_local);
+    inv_freq_ = DeviceBuffer(rope_.inv_freq.size() * sizeof(float));
+    inv_freq_local_ = DeviceBuffer(rope_local_.inv_freq.size() * sizeof(float));
+    TT_CUDA_CHECK(cudaMemcpy(inv_freq_.ptr, rope_.inv_freq.data(), inv_freq_.bytes, cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpy(inv_freq_local_.ptr, rope_local_.inv_freq.data(), inv_freq_local_.bytes, cudaMemcpyHostToDevice));
+
+    const size_t kv_bytes = size_t(n_ctx_) * size_t(spec_.kv_dim()) * dtype_size(kvdt_);
+    for (auto& l : layers_) {
+        l.k_cache = DeviceBuffer(kv_bytes);
+        l.v_cache = DeviceBuffer(kv_bytes);
+    }
+    const int H = spec_.hidden_dim;
+    x_ = DeviceBuffer(size_t(H) * 4);
+    q_ = DeviceBuffer(size_t(spec_.q_dim()) * 4);
+    k_ = DeviceBuffer(size_t(spec_.kv_dim()) * 4);
+    v_ = DeviceBuffer(size_t(spec_.kv_dim()) * 4);
+    att_ = DeviceBuffer(size_t(spec_.q_dim()) * 4);
+    tmp_ = DeviceBuffer(size_t(std::max(H, spec_.ffn_dim)) * 4);
+    ffn_ = DeviceBuffer(size_t(spec_.ffn_dim) * 4);
+    logits_ = DeviceBuffer(size_t(spec_.vocab_size) * 4);
+    n_splits_ = decode_attention_splits(spec_.n_kv_heads, n_sms_);
+    partial_ = DeviceBuffer(decode_attention_partial_floats(spec_.n_heads, spec_.head_dim, n_splits_) * 4);
+    io_ = DeviceBuffer(4 * sizeof(int32_t));
+    TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
+}
+
+CudaBackend::~CudaBackend() {
+    if (graph_) cudaGraphExecDestroy(graph_);
+    if (host_io_) cudaFreeHost(host_io_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::upload(const Archive& a, const ModelWeights& w) {
+    // One allocation for all weights, each tensor at its archive offset relative to the first
+    // tensor (so blocks stay contiguous, as in the file); copied in large pieces through two
+    // pinned staging buffers so that reading the mapping and the PCIe copy overlap.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& t : a.tensors()) {
+        lo = std::min(lo, t.offset);
+        hi = std::max(hi, t.offset + t.view.nbytes);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    weights_ = DeviceBuffer(hi - lo);
+    constexpr size_t k_stage = 64u << 20;
+    void* stage[2];
+    cudaEvent_t done[2];
+    for (int i = 0; i < 2; ++i) {
+        TT_CUDA_CHECK(cudaHostAlloc(&stage[i], k_stage, cudaHostAllocDefault));
+        TT_CUDA_CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming));
+    }
+    Progress progress("load to GPU", hi - lo);
+    a.mapped().advise_sequential(lo, hi - lo);
+    int slot = 0;
+    for (uint64_t off = lo; off < hi; off += k_stage, slot ^= 1) {
+        const size_t n = size_t(std::min<uint64_t>(k_stage, hi - off));
+        TT_CUDA_CHECK(cudaEventSynchronize(done[slot]));  // the copy that last used this buffer is done
+        std::memcpy(stage[slot], a.base() + off, n);
+        TT_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(weights_.ptr) + (off - lo), stage[slot], n,
+                                      cudaMemcpyHostToDevice, stream_));
+        TT_CUDA_CHECK(cudaEventRecord(done[slot], stream_));
+        progress.add(n);
+    }
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (int i = 0; i < 2; ++i) {
+        cudaFreeHost(stage[i]);
+        cudaEventDestroy(done[i]);
+    }
+    progress.finish();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log::debug("loaded {} of weights in {:.2f} s ({}/s)", format_bytes(double(hi - lo)), secs, format_bytes(double(hi - lo) / secs));
+
+    for (const auto& t : a.tensors()) dev_ptr_[&t.view] = static_cast<uint8_t*>(weights_.ptr) + (t.offset - lo);
+    auto d = [&](const TensorView* v) -> const void* { return v ? dev_ptr_.at(v) : nullptr; };
+    token_embd_ = d(w.token_embd);
+    output_norm_ = d(w.output_norm);
+    output_ = d(w.output);
+    layers_.resize(w.layers.size());
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+        const LayerWeights& L = w.layers[i];
+        DevLayer& D = layers_[i];
+        D.attn_norm = d(L.attn_norm); D.wq = d(L.wq); D.wk = d(L.wk); D.wv = d(L.wv); D.wo = d(L.wo);
+        D.bq = d(L.bq); D.bk = d(L.bk); D.bv = d(L.bv); D.bo = d(L.bo); D.q_norm = d(L.q_norm); D.k_norm = d(L.k_norm);
+        D.attn_post_norm = d(L.attn_post_norm); D.ffn_norm = d(L.ffn_norm); D.ffn_post_norm = d(L.ffn_post_norm);
+        D.w_gate = d(L.w_gate); D.w_up = d(L.w_up); D.w_down = d(L.w_down);
+        D.b_gate = d(L.b_gate); D.b_up = d(L.b_up); D.b_down = d(L.b_down);
+    }
+}
+
+void CudaBackend::decode_step() {
+    const ModelSpec& s = spec_;
+    const int H = s.hidden_dim;
+    int32_t* d_io = io_.as<int32_t>();
+    float* x = x_.as<float>();
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
+    for (int il = 0; il < s.n_layers; ++il) {
+        DevLayer& L = layers_[size_t(il)];
+        const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
+        GemvArgs qkv{};
+        qkv.seg[0] = {L.wq, nullptr, q_.as<float>(), s.q_dim()};
+        qkv.seg[1] = {L.wk, nullptr, k_.as<float>(), s.kv_dim()};
+        qkv.seg[2] = {L.wv, nullptr, v_.as<float>(), s.kv_dim()};
+        qkv.n_seg = 3;
+        qkv.cols = H;
+        qkv.wdt = wdt_;
+        qkv.x = x;
+        qkv.norm_w = L.attn_norm;
+        qkv.norm_offset = s.norm_weight_offset;
+        qkv.norm_eps = s.norm_eps;
+        gemv(qkv, stream_);
+
+        RopeArgs r{};
+        r.q = q_.as<float>(); r.k = k_.as<float>(); r.v = v_.as<float>();
+        r.q_stride = s.q_dim(); r.k_stride = s.kv_dim(); r.v_stride = s.kv_dim();
+        r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
+        r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
+        const RopeTable& rt = sliding ? rope_local_ : rope_;
+        r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
+        r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
+        r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = s.head_dim; r.n = 1;
+        r.d_pos0 = d_io + 1;
+        r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+        rope_qkv(r, stream_);
+
+        DecodeAttnArgs at{};
+        at.q = q_.as<float>(); at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
+        at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.d_pos = d_io + 1;
+        at.n_heads = s.n_heads; at.n_kv_heads = s.n_kv_heads; at.head_dim = s.head_dim; at.n_ctx = n_ctx_;
+        at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+        decode_attention(at, stream_);
+
+        GemvArgs o{};
+        o.n_seg = 1; o.cols = s.q_dim(); o.wdt = wdt_; o.x = att_.as<float>();
+        if (s.sandwich_norm) {
+            o.seg[0] = {L.wo, L.bo, tmp_.as<float>(), H};
+            gemv(o, stream_);
+            residual_rmsnorm(x, tmp_.as<float>(), L.attn_post_norm, nullptr, wdt_, s.norm_weight_offset, s.norm_eps, 1, H,
+                             nullptr, DType::f32, stream_);
+        } else {
+            o.seg[0] = {L.wo, L.bo, x, H};
+            o.accumulate = true;
+            gemv(o, stream_);
+        }
+        gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
+                   s.norm_eps, act, ffn_.as<float>(), stream_);
+        GemvArgs dn{};
+        dn.n_seg = 1; dn.cols = s.ffn_dim; dn.wdt = wdt_; dn.x = ffn_.as<float>();
+        if (s.sandwich_norm) {
+            dn.seg[0] = {L.w_down, L.b_down, tmp_.as<float>(), H};
+            gemv(dn, stream_);
+            residual_rmsnorm(x, tmp_.as<float>(), L.ffn_post_norm, nullptr, wdt_, s.norm_weight_offset, s.norm_eps, 1, H,
+                             nullptr, DType::f32, stream_);
+        } else {
+            dn.seg[0] = {L.w_down, L.b_down, x, H};
+            dn.accumulate = true;
+            gemv(dn, stream_);
+        }
+    }
+    GemvArgs head{};
+    head.seg[0] = {output_, nullptr, logits_.as<float>(), s.vocab_size};
+    head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = x;
+    head.norm_w = output_norm_; head.norm_offset = s.norm_weight_offset; head.norm_eps = s.norm_eps;
+    gemv(head, stream_);
+    if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
+    argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
+}
+
+void CudaBackend::run_decode_graph() {
+    // Inputs {token, pos} go up and the argmax comes down inside the graph, from pinned memory.
+    if (!graph_) {
+        cudaGraph_t g;
+        TT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        TT_CUDA_CHECK(cudaMemcpyAsync(io_.ptr, host_io_, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+        decode_step();
+        TT_CUDA_CHECK(cudaMemcpyAsync(host_io_ + 2, io_.as<int32_t>() + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+        TT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+        TT_CUDA_CHECK(cudaGraphInstantiate(&graph_, g, 0));
+        TT_CUDA_CHECK(cudaGraphDestroy(g));
+    }
+    TT_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, float* y) {
+    // Row-major y[n, rows] = x[n, cols] W[rows, cols]^T is column-major y^T = W^T(op T) x^T.
+    const float alpha = 1.0f, beta = 0.0f;
+    TT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, cuda_type(wdt_), cols, x,
+                                 cuda_type(wdt_), cols, &beta, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
+    const ModelSpec& s = spec_;
+    const int n = int(tokens.size());
+    const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), F = s.ffn_dim, HD = s.head_dim;
+    const int n_keys = n_past_ + n;
+    constexpr int k_q_chunk = 512;  // query rows per attention score block
+    const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
+    if (n > prefill_cap_ || n_keys > keys_cap_) {
+        prefill_cap_ = std::max(n, prefill_cap_);
+        keys_cap_ = std::max(n_keys, keys_cap_);
+        const size_t T = size_t(prefill_cap_), K = size_t(keys_cap_), qc = size_t(std::min(prefill_cap_, k_q_chunk));
+        px_ = DeviceBuffer(T * H * 4);
+        ph_ = DeviceBuffer(T * H * we);
+        pq_ = DeviceBuffer(T * Q * 4);
+        pk_ = DeviceBuffer(T * KV * 4);
+        pv_ = DeviceBuffer(T * KV * 4);
+        pqb_ = DeviceBuffer(T * Q * ke);
+        pscores_ = DeviceBuffer(size_t(s.n_heads) * qc * K * 4);
+        pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
+        patt_ = DeviceBuffer(T * Q * we);
+        ptmp_ = DeviceBuffer(T * std::max(H, F) * 4);
+        pg_ = DeviceBuffer(T * F * 4);
+        pu_ = DeviceBuffer(T * F * 4);
+        pact_ = DeviceBuffer(T * F * we);
+        pids_ = DeviceBuffer(T * 4);
+    }
+    float* x = px_.as<float>();
+    TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
+    embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const int group = s.n_heads / s.n_kv_heads;
+    // ph_ holds the normalized input of the next matrix product, in the weights' dtype.
+    residual_rmsnorm(x, nullptr, nullptr, layers_[0].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr,
+                     wdt_, stream_);
+    for (int il = 0; il < s.n_layers; ++il) {
+        DevLayer& L = layers_[size_t(il)];
+        const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
+        gemm(L.wq, Q, H, ph_.ptr, n, pq_.as<float>());
+        gemm(L.wk, KV, H, ph_.ptr, n, pk_.as<float>());
+        gemm(L.wv, KV, H, ph_.ptr, n, pv_.as<float>());
+        RopeArgs r{};
+        r.q = pq_.as<float>(); r.k = pk_.as<float>(); r.v = pv_.as<float>();
+        r.q_stride = Q; r.k_stride = KV; r.v_stride = KV;
+        r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
+        r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
+        const RopeTable& rt = sliding ? rope_local_ : rope_;
+        r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
+        r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
+        r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = HD; r.n = n;
+        r.d_pos0 = nullptr; r.pos0 = n_past_;
+        r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+        r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
+        rope_qkv(r, stream_);
+
+        // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
+        // out = P V. Heads that share a KV head are batched with a stride over the group.
+        const cudaDataType_t kt = cuda_type(kvdt_);
+        for (int c0 = 0; c0 < n; c0 += k_q_chunk) {
+            const int nq = std::min(k_q_chunk, n - c0);
+            const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
+            const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
+            const int nk_used = nk - k_lo;
+            const float one = 1.0f, zero = 0.0f;
+            for (int j = 0; j < group; ++j) {
+                // For kv head g: q head = g*group + j. Batch over g.
+                const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
+                const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
+                float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
+                // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
+                TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                    cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
+                    (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
+                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            }
+            // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
+            // head order does not matter there, only in the P V product below.
+            masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
+                           sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
+            for (int j = 0; j < group; ++j) {
+                const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
+                const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
+                void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
+                // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
+                TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                    cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
+                    (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
+                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            }
+        }
+        gemm(L.wo, H, Q, patt_.ptr, n, ptmp_.as<float>());
+        if (L.bo) add_bias(ptmp_.as<float>(), L.bo, wdt_, n, H, stream_);
+        residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.attn_post_norm : nullptr, L.ffn_norm, wdt_,
+                         s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+        gemm(L.w_gate, F, H, ph_.ptr, n, pg_.as<float>());
+        gemm(L.w_up, F, H, ph_.ptr, n, pu_.as<float>());
+        gated_act(pg_.as<float>(), pu_.as<float>(), L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
+        gemm(L.w_down, H, F, pact_.ptr, n, ptmp_.as<float>());
+        if (L.b_down) add_bias(ptmp_.as<float>(), L.b_down, wdt_, n, H, stream_);
+        // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
+        // layer's input norm, or with the final norm after the last layer.
+        const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
+        residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.ffn_post_norm : nullptr, next_norm, wdt_,
+                         s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+    }
+    n_past_ += n;
+    // ph_ holds output_norm(x) for every row, in the weights' dtype.
+    const int first = all_logits ? 0 : n - 1, n_out = n - first;
+    const size_t need = size_t(n_out) * s.vocab_size * 4;
+    if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
+    gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>());
+    if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
+}
+
+std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, bool all_logits) {
+    const int n = int(tokens.size());
+    if (n == 0) fail("forward: no tokens");
+    if (n_past_ + n > n_ctx_) fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
+    for (int32_t id : tokens)
+        if (id < 0 || id >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", id, spec_.vocab_size);
+    const float* dev_logits;
+    size_t count;
+    if (n == 1 && !all_logits) {
+        host_io_[0] = tokens[0];
+        host_io_[1] = n_past_;
+        run_decode_graph();
+        ++n_past_;
+        dev_logits = logits_.as<float>();
+        count = size_t(spec_.vocab_size);
+    } else {
+        prefill(tokens, all_logits);
+        dev_logits = plogits_.as<float>();
+        count = size_t(all_logits ? n : 1) * spec_.vocab_size;
+    }
+    host_logits_.resize(count);
+    TT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), dev_logits, count * 4, cudaMemcpyDeviceToHost, stream_));
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host_logits_;
+}
+
+int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) {
+    const SamplerConfig& c = sampler.config();
+    const bool greedy = c.temperature <= 0 && c.repeat_penalty == 1.0f;
+    if (!greedy) return Backend::forward_sample(tokens, sampler, history);  // host sampler on copied logits
+    const int n = int(tokens.size());
+    if (n == 1) {
+        if (n_past_ + 1 > n_ctx_) fail("context overflow: {} tokens cached + 1 new exceed the context of {}", n_past_, n_ctx_);
+        if (tokens[0] < 0 || tokens[0] >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", tokens[0], spec_.vocab_size);
+        host_io_[0] = tokens[0];
+        host_io_[1] = n_past_;
+        run_decode_graph();  // ends with the argmax copied to host_io_[2]
+        ++n_past_;
+        return host_io_[2];
+    }
+    if (n_past_ + n > n_ctx_) fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
+    for (int32_t id : tokens)
+        if (id < 0 || id >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", id, spec_.vocab_size);
+    prefill(tokens, false);
+    argmax(plogits_.as<float>(), spec_.vocab_size, io_.as<int32_t>() + 3, stream_);
+    int32_t id = 0;
+    TT_CUDA_CHECK(cudaMemcpyAsync(&id, io_.as<int32_t>() + 3, 4, cudaMemcpyDeviceToHost, stream_));
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return id;
+}
+
+}  // namespace
+
+void register_backend() {
+    tt::register_backend(BackendFactory{
+        "cuda",
+        [](std::string* why) { return !list_devices(why).empty(); },
+        [](const Archive& a, const BackendOptions& o) -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(a, o); }});
+}
+
+}  // namespace tt::cuda

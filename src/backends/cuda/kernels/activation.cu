@@ -1,0 +1,62 @@
+// Element-wise kernels of the prefill path: gated activation (SwiGLU / GeGLU) after the gate and
+// up GEMMs, bias adds after cuBLAS, and f32 -> storage dtype conversion.
+#include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/kernels.h"
+
+namespace tt::cuda {
+
+template <typename W, typename O>
+__global__ void gated_act_kernel(const float* g, const float* u, const W* bg, const W* bu, int64_t n, int f,
+                                 GateAct act, O* out) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int c = int(i % f);
+        const float gv = g[i] + (bg ? to_float(bg[c]) : 0.0f), uv = u[i] + (bu ? to_float(bu[c]) : 0.0f);
+        out[i] = from_float<O>((act == GateAct::silu ? silu(gv) : gelu_tanh(gv)) * uv);
+    }
+}
+
+static unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + 255) / 256, 65535)); }
+
+void gated_act(const float* g, const float* u, const void* bg, const void* bu, DType wdt, int n, int f, GateAct act,
+               void* out, DType out_dt, cudaStream_t s) {
+    const int64_t total = int64_t(n) * f;
+    TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O,
+        gated_act_kernel<W, O><<<blocks_for(total), 256, 0, s>>>(g, u, static_cast<const W*>(bg), static_cast<const W*>(bu),
+                                                               total, f, act, static_cast<O*>(out))));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+template <typename W>
+__global__ void add_bias_kernel(float* y, const W* b, int64_t n, int rows) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        y[i] += to_float(b[i % rows]);
+}
+
+void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s) {
+    const int64_t total = int64_t(n) * rows;
+    TT_DISPATCH_FLOAT(wdt, W, add_bias_kernel<W><<<blocks_for(total), 256, 0, s>>>(y, static_cast<const W*>(b), total, rows));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        x[i] = cap * tanhf(x[i] / cap);
+}
+
+void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
+    softcap_kernel<<<blocks_for(n), 256, 0, s>>>(x, n, cap);
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+template <typename O>
+__global__ void convert_kernel(const float* x, O* out, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        out[i] = from_float<O>(x[i]);
+}
+
+void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s) {
+    TT_DISPATCH_FLOAT(out_dt, O, convert_kernel<O><<<blocks_for(n), 256, 0, s>>>(x, static_cast<O*>(out), n));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace tt::cuda

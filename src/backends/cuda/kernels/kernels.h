@@ -1,0 +1,108 @@
+// Host entry points of the CUDA kernel families (one family per .cu file in this folder). Only
+// plain pointers and enums cross this header, so callers need no CUDA device code. Every entry
+// point launches on `stream` and checks the launch.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tt::cuda {
+
+// ---- embedding.cu ----
+// x[t, :] = embd[ids[t], :] * scale for t < n (f32 out).
+void embedding(const void* embd, DType dt, const int32_t* ids, int n, int hidden, float scale, float* x, cudaStream_t s);
+
+// ---- norm.cu ----
+// Per row t < n: if add != null, x += add (add optionally first RMS-normalized with add_norm_w:
+// Gemma's post-norms); then out = rmsnorm(x) * (w + offset) written as out_dt (f32/f16/bf16).
+// w / add_norm_w are in dtype wdt. x [n, hidden] is the f32 residual stream (updated in place).
+void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const void* w, DType wdt, float offset,
+                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s);
+
+// ---- rope.cu ----
+// For n tokens at positions pos0 + t (pos0 read from device memory *d_pos0 when non-null, else
+// the value pos0): add biases, per-head q/k RMSNorm (when q_norm/k_norm non-null), RoPE on the
+// first rotary_dim dims of each head, then write k and v rows into the caches (kv_dt) at their
+// positions and q (f32 in place, and also as q_out in q_out_dt when q_out non-null).
+struct RopeArgs {
+    float* q; float* k; const float* v;       // [n, q_dim], [n, kv_dim], [n, kv_dim] (f32, contiguous rows)
+    int q_stride, k_stride, v_stride;          // row strides in floats
+    const void* bq; const void* bk; const void* bv;  // biases (wdt) or null
+    const void* q_norm; const void* k_norm;    // [head_dim] (wdt) or null
+    DType wdt;
+    float norm_offset, norm_eps;
+    const float* inv_freq;                     // [rotary_dim / 2] on device
+    float attention_factor;
+    int rotary_dim;
+    int n_heads, n_kv_heads, head_dim;
+    int n;
+    const int* d_pos0; int pos0;
+    void* k_cache; void* v_cache; DType kv_dt; // [n_ctx, kv_dim]
+    void* q_out; DType q_out_dt;               // [n, q_dim] or null
+};
+void rope_qkv(const RopeArgs& a, cudaStream_t s);
+
+// ---- gemv.cu ----  decode matrix-vector products, one token, weights streamed at full bandwidth.
+struct GemvSegment {
+    const void* w;   // [rows, cols] in the weight dtype
+    const void* b;   // [rows] or null
+    float* y;        // [rows] out
+    int rows;
+};
+struct GemvArgs {
+    GemvSegment seg[3];   // up to three matrices sharing the input (q, k, v)
+    int n_seg;
+    int cols;
+    DType wdt;
+    const float* x;       // [cols] f32 input
+    const void* norm_w;   // when non-null: x is RMS-normalized with this weight first (pre-norm fused)
+    float norm_offset, norm_eps;
+    bool accumulate;      // y += W x (residual add fused) instead of y = W x
+};
+void gemv(const GemvArgs& a, cudaStream_t s);
+enum class GateAct { silu, gelu_tanh };
+// y = act(Wg xn + bg) * (Wu xn + bu), xn = rmsnorm(x) * (norm_w + offset): the MLP's first half.
+void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
+                const float* x, const void* norm_w, float norm_offset, float norm_eps, GateAct act, float* y,
+                cudaStream_t s);
+
+// ---- activation.cu ----  prefill: out[t, i] = act(g[t, i]) * u[t, i] (+ biases), as out_dt.
+void gated_act(const float* g, const float* u, const void* bg, const void* bu, DType wdt, int n, int f, GateAct act,
+               void* out, DType out_dt, cudaStream_t s);
+// y[t, i] += b[i] (bias after a cuBLAS GEMM); when add non-null also y[t, i] += add[t, i].
+void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);
+// x = cap * tanh(x / cap): logit soft-capping.
+void softcap(float* x, int64_t n, float cap, cudaStream_t s);
+// Element-wise f32 -> dtype conversion.
+void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s);
+
+// ---- attention.cu ----
+// Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:
+// K/V rows are read once for the n_heads / n_kv_heads query heads that share them. The sequence
+// length is *d_pos + 1 read on the device (so the launch can live in a CUDA graph).
+struct DecodeAttnArgs {
+    const float* q;            // [n_heads * head_dim]
+    const void* k_cache; const void* v_cache; DType kv_dt;  // [n_ctx, kv_dim]
+    float* out;                // [n_heads * head_dim]
+    float* partial;            // scratch: [n_kv_heads, n_splits, group, head_dim + 2]
+    const int* d_pos;
+    int n_heads, n_kv_heads, head_dim, n_ctx, n_splits;
+    int window;                // sliding window (0 = full)
+    float scale, softcap;
+};
+void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+int decode_attention_splits(int n_kv_heads, int n_sms);
+size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits);
+// Prefill: scores [heads, n_q, n_k] (f32) -> probabilities (out_dt) in place of a separate buffer,
+// with scale, soft-capping, the causal mask (query i sits at position q_pos0 + i) and the sliding window.
+void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,
+                    int window, float scale, float softcap, cudaStream_t s);
+
+// ---- sampling.cu ----
+// *out = argmax(x[0..n)) (lowest index among ties).
+void argmax(const float* x, int n, int32_t* out, cudaStream_t s);
+
+}  // namespace tt::cuda

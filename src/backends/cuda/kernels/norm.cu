@@ -1,0 +1,50 @@
+// Fused residual add + RMSNorm, one block per token row. The residual stream stays f32; the
+// normalized row is written in the dtype the next consumer wants (bf16 for a cuBLAS GEMM).
+#include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/kernels.h"
+
+namespace tt::cuda {
+
+template <typename W, typename O>
+__global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add_norm_w, const W* w, float offset,
+                                        float eps, int hidden, O* out) {
+    extern __shared__ float row[];  // [hidden]
+    __shared__ float scratch[32];
+    const size_t base = size_t(blockIdx.x) * hidden;
+    if (add && add_norm_w) {
+        // Gemma's post-norm: normalize the block output before it joins the residual.
+        float ss = 0;
+        for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+            const float v = add[base + i];
+            row[i] = v;
+            ss += v * v;
+        }
+        const float inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
+        for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+            row[i] = x[base + i] + row[i] * inv * (to_float(add_norm_w[i]) + offset);
+    } else {
+        for (int i = threadIdx.x; i < hidden; i += blockDim.x) row[i] = x[base + i] + (add ? add[base + i] : 0.0f);
+    }
+    float ss = 0;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+        if (add) x[base + i] = row[i];
+        ss += row[i] * row[i];
+    }
+    const float inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+        out[base + i] = from_float<O>(row[i] * inv * (to_float(w[i]) + offset));
+}
+
+void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const void* w, DType wdt, float offset,
+                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s) {
+    const size_t smem = size_t(hidden) * sizeof(float);
+    TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O, {
+        auto k = residual_rmsnorm_kernel<W, O>;
+        if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        k<<<n, 256, smem, s>>>(x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
+                               static_cast<O*>(out));
+    }));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace tt::cuda

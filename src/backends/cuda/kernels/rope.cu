@@ -1,0 +1,72 @@
+// q/k post-processing after the projections, one block per (token, head): biases, Qwen3/Gemma
+// per-head q/k RMSNorm, rotary embedding (transformers' rotate_half layout), and the KV-cache write
+// of k and v. Positions come from device memory so the decode step can be a CUDA graph.
+#include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/kernels.h"
+
+namespace tt::cuda {
+
+template <typename W, typename KV, typename QO>
+__global__ void rope_qkv_kernel(RopeArgs a) {
+    extern __shared__ float hv[];  // [head_dim]
+    __shared__ float scratch[32];
+    const int t = blockIdx.x, hh = blockIdx.y;
+    const bool is_q = hh < a.n_heads;
+    const int head = is_q ? hh : hh - a.n_heads;
+    const int hd = a.head_dim;
+    const int pos = (a.d_pos0 ? *a.d_pos0 : a.pos0) + t;
+    float* src = is_q ? a.q + size_t(t) * a.q_stride + size_t(head) * hd : a.k + size_t(t) * a.k_stride + size_t(head) * hd;
+    const W* bias = static_cast<const W*>(is_q ? a.bq : a.bk);
+    const W* norm = static_cast<const W*>(is_q ? a.q_norm : a.k_norm);
+    float ss = 0;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float v = src[d] + (bias ? to_float(bias[size_t(head) * hd + d]) : 0.0f);
+        hv[d] = v;
+        ss += v * v;
+    }
+    if (norm) {
+        const float inv = rsqrtf(block_sum(ss, scratch) / hd + a.norm_eps);
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) hv[d] = hv[d] * inv * (to_float(norm[d]) + a.norm_offset);
+    }
+    __syncthreads();
+    const int half = a.rotary_dim / 2;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        const float angle = float(pos) * a.inv_freq[i];
+        float sn, cs;
+        sincosf(angle, &sn, &cs);
+        cs *= a.attention_factor;
+        sn *= a.attention_factor;
+        const float x1 = hv[i], x2 = hv[i + half];
+        hv[i] = x1 * cs - x2 * sn;
+        hv[i + half] = x2 * cs + x1 * sn;
+    }
+    __syncthreads();
+    const int kv_dim = a.n_kv_heads * hd;
+    if (is_q) {
+        QO* qo = static_cast<QO*>(a.q_out);
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+            src[d] = hv[d];
+            if (qo) qo[size_t(t) * a.n_heads * hd + size_t(head) * hd + d] = from_float<QO>(hv[d]);
+        }
+    } else {
+        KV* kc = static_cast<KV*>(a.k_cache) + size_t(pos) * kv_dim + size_t(head) * hd;
+        KV* vc = static_cast<KV*>(a.v_cache) + size_t(pos) * kv_dim + size_t(head) * hd;
+        const float* vsrc = a.v + size_t(t) * a.v_stride + size_t(head) * hd;
+        const W* bv = static_cast<const W*>(a.bv);
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+            kc[d] = from_float<KV>(hv[d]);
+            vc[d] = from_float<KV>(vsrc[d] + (bv ? to_float(bv[size_t(head) * hd + d]) : 0.0f));
+        }
+    }
+}
+
+void rope_qkv(const RopeArgs& a, cudaStream_t s) {
+    const dim3 grid(unsigned(a.n), unsigned(a.n_heads + a.n_kv_heads));
+    const size_t smem = size_t(a.head_dim) * sizeof(float);
+    const DType qdt = a.q_out ? a.q_out_dt : DType::f32;
+    TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, TT_DISPATCH_FLOAT(qdt, QO,
+        rope_qkv_kernel<W, KV, QO><<<grid, 128, smem, s>>>(a))));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace tt::cuda

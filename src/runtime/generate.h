@@ -1,0 +1,40 @@
+// The generation loop: prefill the prompt, then decode token by token with the KV cache, sampling,
+// streaming incrementally decoded text, and stopping on EOS tokens, stop strings or the budget.
+#pragma once
+
+#include "runtime/backend.h"
+#include "runtime/sampler.h"
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tt {
+
+class Tokenizer;
+
+struct GenerateOptions {
+    int max_tokens = 256;
+    SamplerConfig sampling;
+    std::vector<std::string> stop;   // stop strings (not printed)
+    std::vector<int32_t> eos_ids;    // stop tokens (not printed)
+};
+
+struct GenerateStats {
+    int prompt_tokens = 0;
+    int generated_tokens = 0;
+    double prefill_seconds = 0;      // prompt forward pass, up to the first token's logits
+    double decode_seconds = 0;       // the rest
+    int decode_steps = 0;            // single-token forward passes in decode_seconds
+    double time_to_first_token = 0;  // from start to the first sampled token
+    std::string stop_reason;         // "eos", "stop string", "max tokens", "context full"
+    std::vector<int32_t> tokens;     // generated ids (EOS excluded)
+};
+
+// Feeds `prompt` after what the backend has cached, generates, and calls on_text with each piece
+// of final text. tokenizer may be null (then no text, only ids; stop strings need a tokenizer).
+GenerateStats generate(Backend& backend, const Tokenizer* tokenizer, std::span<const int32_t> prompt,
+                       const GenerateOptions& opt, const std::function<void(std::string_view)>& on_text);
+
+}  // namespace tt

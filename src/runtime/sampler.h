@@ -1,0 +1,45 @@
+// Token sampling, in transformers' order: repetition penalty, then temperature, top-k, top-p,
+// min-p, then a draw from the renormalized distribution. Temperature 0 is greedy (argmax).
+// A fixed seed gives the same tokens on every machine (the RNG and the draw are specified here,
+// not left to the standard library's distributions).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace tt {
+
+struct SamplerConfig {
+    float temperature = 0.8f;   // <= 0: greedy
+    int top_k = 40;             // <= 0: off
+    float top_p = 0.95f;        // >= 1: off
+    float min_p = 0.05f;        // <= 0: off
+    float repeat_penalty = 1.0f;// 1: off; > 1 discourages tokens already in the context
+    uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerConfig& cfg);
+    // history: the prompt and generated tokens so far (for the repetition penalty).
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+    // The steps, exposed for tests. penalize: transformers' RepetitionPenaltyLogitsProcessor.
+    static void penalize(std::vector<float>& logits, std::span<const int32_t> history, float penalty);
+    // The candidate set after temperature, top-k, top-p and min-p: (token, probability) pairs,
+    // probabilities renormalized, sorted by descending probability.
+    std::vector<std::pair<int32_t, float>> candidates(const std::vector<float>& logits) const;
+    // Uniform double in [0, 1) from the seeded generator (53 random bits).
+    double uniform();
+
+    const SamplerConfig& config() const { return cfg_; }
+
+private:
+    SamplerConfig cfg_;
+    std::mt19937_64 rng_;
+};
+
+}  // namespace tt
