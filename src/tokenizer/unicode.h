@@ -1,0 +1,40 @@
+// UTF-8 and Unicode helpers shared by the tokenizer stages: decoding code points, validating input,
+// Rust-compatible lossy conversion (what `tokenizers` does to invalid bytes when decoding), the
+// GPT-2 byte <-> printable-character table of the ByteLevel stages, and the character classes
+// (`char::is_whitespace`, regex `\w`) that added-token matching uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tt::tok {
+
+// Length of the valid UTF-8 character starting at s[i], or 0 if the bytes there are not one.
+size_t utf8_char_len(std::string_view s, size_t i);
+// Decodes the character at s[i] (must be valid, see utf8_char_len) and advances i past it.
+char32_t utf8_next(std::string_view s, size_t& i);
+void utf8_append(std::string& out, char32_t cp);
+// Byte offset of the first invalid sequence, or nullopt if s is valid UTF-8.
+std::optional<size_t> utf8_first_invalid(std::string_view s);
+// Like Rust's String::from_utf8_lossy: each maximal invalid subpart becomes one U+FFFD.
+std::string utf8_lossy(std::string_view bytes);
+// Length of the longest prefix of s that is complete UTF-8 characters or definitely-invalid
+// bytes, i.e. everything except a trailing incomplete-but-still-valid sequence.
+size_t utf8_complete_prefix(std::string_view s);
+
+// Unicode White_Space (Rust's char::is_whitespace).
+bool is_whitespace(char32_t cp);
+// Regex `\w` in Rust's regex crate: alphabetic, marks, decimal digits, connector punctuation.
+bool is_word_char(char32_t cp);
+
+// GPT-2's bytes_to_unicode(): every byte maps to a printable code point.
+char32_t byte_to_char(uint8_t b);
+// Inverse of byte_to_char; -1 for code points that are not in the table.
+int char_to_byte(char32_t cp);
+// Maps every byte of s through byte_to_char, producing the UTF-8 string BPE sees.
+std::string bytes_to_byte_level(std::string_view s);
+
+}  // namespace tt::tok
