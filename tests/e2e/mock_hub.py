@@ -238,6 +238,12 @@ def main():
     class Server(ThreadingHTTPServer):
         daemon_threads = True
 
+        def handle_error(self, request, client_address):
+            # A client that aborts a transfer (pull cancelling the other files after a failure)
+            # is expected here, not a server bug worth a traceback.
+            if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+                super().handle_error(request, client_address)
+
     hub = Server(("127.0.0.1", 0), make_handler(state, "hub"))
     try:
         cdn = Server((args.cdn_host, 0), make_handler(state, "cdn"))
