@@ -10,6 +10,7 @@
 #include "core/output_file.h"
 #include "core/progress.h"
 #include "hub/http.h"
+#include "hub/pull_progress.h"
 #include "hub/sha256.h"
 
 #include <fcntl.h>
@@ -213,10 +214,10 @@ struct Shared {
     std::string endpoint, token, repo, commit;
     std::atomic<bool> cancel{false};
     std::atomic<uint64_t> done{0};  // bytes on disk of the files being pulled (for the progress bar)
-    Progress* progress = nullptr;
+    PullProgress* progress = nullptr;
     void moved(int64_t delta) {
         const uint64_t now = done.fetch_add(uint64_t(delta)) + uint64_t(delta);
-        if (progress) progress->set(now);
+        if (progress) progress->set_bytes(now);
     }
 };
 
@@ -362,6 +363,7 @@ ManifestFile download(HttpClient& http, Shared& sh, const Job& job) {
             }
             if (::rename(job.part_path.c_str(), job.final_path.c_str()) != 0)
                 fail("{}: cannot move into place: {}", job.final_path, std::strerror(errno));
+            if (sh.progress) sh.progress->file_done();
             return {f.path, f.size, got.sha256, !f.lfs_sha256.empty(), f.blob_id, got.etag};
         } catch (const TransientError& e) {
             if (sh.cancel.load()) throw;
@@ -659,9 +661,9 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     sh.token = token;
     sh.repo = ref.repo;
     sh.commit = info.commit;
-    std::optional<Progress> progress;
+    std::optional<PullProgress> progress;
     if (!opt.quiet && !jobs.empty()) {
-        progress.emplace(fmt::format("pull {}", ref.repo), total);
+        progress.emplace(fmt::format("pull {}", ref.repo), total, jobs.size(), resumed_bytes);
         sh.progress = &*progress;
     }
     sh.moved(int64_t(resumed_bytes));
@@ -686,7 +688,10 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     const size_t n_threads = std::min<size_t>(size_t(opt.jobs), jobs.size());
     for (size_t t = 0; t < n_threads; ++t) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
-    if (first_error) std::rethrow_exception(first_error);
+    if (first_error) {
+        if (progress) progress->abandon();
+        std::rethrow_exception(first_error);
+    }
     if (progress) progress->finish();
 
     for (auto& f : fetched) m.files.push_back(std::move(f));
