@@ -163,6 +163,12 @@ bool cache_complete(const std::optional<Manifest>& m, const RepoRef& ref, const 
 
 // ---- the model-info request ----
 
+// The Hub could not be reached at all (as opposed to answering no): a complete cache may stand in.
+class Unreachable : public Error {
+public:
+    using Error::Error;
+};
+
 RepoInfo fetch_repo_info(HttpClient& http, const RepoRef& ref, const std::string& ep, const std::string& token,
                          const PullOptions& opt) {
     const std::string url =
@@ -194,7 +200,8 @@ RepoInfo fetch_repo_info(HttpClient& http, const RepoRef& ref, const std::string
             fail("{}: unexpected HTTP {} from {}{}", ref.repo, r.status, url, said);
         } catch (const TransientError& e) {
             if (attempt >= opt.retries)
-                fail("{}: cannot reach the Hub after {} attempts: {}", ref.repo, attempt + 1, e.what());
+                throw Unreachable(
+                    fmt::format("{}: cannot reach the Hub after {} attempts: {}", ref.repo, attempt + 1, e.what()));
             const double d = backoff_delay(opt, attempt);
             log::warn("{}; retrying in {}", e.what(), format_duration(d));
             backoff_sleep(d, nullptr);
@@ -268,7 +275,7 @@ Fetched fetch_once(HttpClient& http, Shared& sh, const Job& job) {
     out.resumed = offset > 0;
     auto hasher = std::make_unique<Sha256>();
     if (offset > 0) hash_prefix(job.part_path, offset, *hasher);
-    if (offset == f.size) {  // a previous run got every byte but stopped before verifying
+    if (offset > 0 && offset == f.size) {  // a previous run got every byte but stopped before verifying
         out.sha256 = hasher->hex_digest();
         return out;
     }
@@ -589,15 +596,12 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     RepoInfo info;
     try {
         info = fetch_repo_info(http, ref, ep, token, opt);
-    } catch (const Error& e) {
+    } catch (const Unreachable& e) {
         // Unreachable Hub but a complete copy of this revision: use it, and say so.
-        const std::string what = e.what();
-        if (have_cache && what.find("cannot reach the Hub") != std::string::npos) {
-            log::warn("{}", what);
-            log::warn("{}: using the cached copy at commit {}", ref.repo, old->commit);
-            return dir;
-        }
-        throw;
+        if (!have_cache) throw;
+        log::warn("{}", e.what());
+        log::warn("{}: using the cached copy at commit {}", ref.repo, old->commit);
+        return dir;
     }
 
     std::vector<RemoteFile> selected;
@@ -644,8 +648,11 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     }
 
     // From here until the end the folder is in flux: say so in the manifest first.
+    // note: files still to come are listed without a content id: whatever an interrupted pull
+    // leaves at their path (the previous version, or nothing) must not pass for the new content.
     Manifest in_flux = m;
-    for (const auto& j : jobs) in_flux.files.push_back({j.file.path, j.file.size, j.file.lfs_sha256, !j.file.lfs_sha256.empty(), j.file.blob_id, ""});
+    for (const auto& j : jobs)
+        in_flux.files.push_back({j.file.path, j.file.size, "", !j.file.lfs_sha256.empty(), "", ""});
     write_manifest(dir, in_flux);
 
     say(fmt::format("pulling {} (revision {} = commit {}): {} of {} files to download, {}{}", ref.repo, ref.revision,

@@ -17,6 +17,7 @@ Failure modes (--mode, repeatable):
   die-mid=PATH      the first download of PATH sends half of it and the whole server exits
   bad-sha=PATH      PATH is served with one byte flipped (the listed sha256 stays the true one)
   no-range=PATH     Range requests for PATH are answered 200 with the whole file
+  update=PATH       a newer commit: PATH has other bytes (same size), listed with their true sha256
   evil              the file list also holds "../evil.json"
 The server exits by itself after --lifetime seconds.
 """
@@ -38,7 +39,7 @@ def git_blob_id(data):
 
 
 class Repo:
-    def __init__(self, root, evil):
+    def __init__(self, root, evil, updated):
         self.files = {}
         for dirpath, _, names in os.walk(root):
             for n in names:
@@ -52,6 +53,9 @@ class Repo:
         self.files["extra/notes.txt"] = b"a file in a subfolder, in the default set (*.txt)\n"
         if evil:
             self.files["../evil.json"] = b"{}\n"
+        for path in updated:
+            data = self.files[path]
+            self.files[path] = bytes([data[0] ^ 0xFF]) + data[1:]
         h = hashlib.sha1()
         for path in sorted(self.files):
             h.update(path.encode() + b"\0" + git_blob_id(self.files[path]).encode())
@@ -78,11 +82,11 @@ class Repo:
 class State:
     def __init__(self, args):
         self.repo_id = args.repo
-        self.repo = Repo(args.root, "evil" in args.mode)
         self.modes = {}
         for m in args.mode:
             k, _, v = m.partition("=")
             self.modes.setdefault(k, set()).add(v)
+        self.repo = Repo(args.root, "evil" in self.modes, self.modes.get("update", ()))
         self.token = next(iter(self.modes.get("token", [])), None)
         self.fired = set()  # (mode, path) already triggered: "once" modes
         self.lock = threading.Lock()

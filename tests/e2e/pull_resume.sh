@@ -85,5 +85,25 @@ check "the mismatch is reported and retried from scratch" grep -q 'sha256 mismat
 check "ranges: a resume, then a full download" [ "$(ranges "$LOG" | tr '\n' ' ')" = "bytes=5000- None " ]
 check "the file is byte-identical" cmp -s "$MODEL/model.safetensors" "$D/model.safetensors"
 
+# 5. A newer commit changes model.safetensors (same size) and the update is interrupted: the old
+#    bytes left at that path must not pass for the new file; the next pull fetches and verifies it.
+start_hub v1
+check "pull the first commit" pull test-org/tinystories --cache-dir "$WORK/c5"
+D="$WORK/c5/test-org--tinystories"
+start_hub v2_dies --mode update=model.safetensors --mode die-mid=model.safetensors
+pull test-org/tinystories --cache-dir "$WORK/c5" --jobs 1 --retries 0; rc=$?
+check "the interrupted update fails" [ "$rc" = 1 ]
+check "the old model.safetensors is still in place" cmp -s "$MODEL/model.safetensors" "$D/model.safetensors"
+start_hub v2 --mode update=model.safetensors
+V2=$(jget "$WORK/v2/ports.json" commit)
+check "the update completes" pull test-org/tinystories --cache-dir "$WORK/c5"
+check "model.safetensors now has the new commit's bytes" python3 - "$MODEL/model.safetensors" "$D/model.safetensors" <<'PY'
+import sys
+old, new = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+assert len(old) == len(new) and new[0] == old[0] ^ 0xFF and new[1:] == old[1:]
+PY
+check "the manifest records the new commit" \
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert m["complete"] and m["commit"]==sys.argv[2]' "$D/.thintensor-manifest.json" "$V2"
+
 echo "$n_pass passed, $n_fail failed"
 [ "$n_fail" = 0 ]
