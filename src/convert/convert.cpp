@@ -105,7 +105,16 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
     const ModelSpec spec = spec_from_hf_config(config, generation, config_path.string());
 
     Checkpoint ck = open_checkpoint(dir);
-    const std::vector<TensorPlan> plan = plan_tensors(spec);
+    std::vector<TensorPlan> plan = plan_tensors(spec);
+    // note: transformers saves a tied matrix once and records the dropped name in the safetensors
+    // metadata (tinystories-656k: "model.embed_tokens.weight": "lm_head.weight"). In a tied model
+    // both names hold the same matrix, so the embeddings may be read from lm_head.weight.
+    for (auto& p : plan)
+        if (p.role == Role::token_embd && spec.tied_embeddings && !ck.tensors.count(p.hf_name) &&
+            ck.tensors.count("lm_head.weight")) {
+            log::debug("{}: no '{}'; using the tied lm_head.weight", src, p.hf_name);
+            p.hf_name = "lm_head.weight";
+        }
 
     // Check everything before writing a byte: missing tensors, shapes, dtypes.
     uint64_t total_in = 0;
