@@ -175,14 +175,19 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
     }
 
     // Provenance: what the archive was made from.
-    nlohmann::json sources = nlohmann::json::array();
+    // note: only the weight files actually read are hashed: Hugging Face repos may also carry
+    // other *.safetensors (Mistral's consolidated.safetensors) that would double the read time.
+    std::set<std::string> weight_files;
+    for (const auto& f : ck.files) weight_files.insert(fs::path(f->path()).filename().string());
+    std::map<std::string, fs::path> source_paths;  // sorted by name: deterministic metadata
     for (const auto& entry : fs::directory_iterator(dir)) {
         if (!entry.is_regular_file()) continue;
         const std::string name = entry.path().filename().string();
-        const bool relevant = name.ends_with(".json") || name.ends_with(".safetensors") || name == "tokenizer.model";
-        if (!relevant) continue;
-        sources.push_back({{"name", name}, {"size", entry.file_size()}, {"xxh3", hex64(xxh3_file(entry.path().string()))}});
+        if (name.ends_with(".json") || name == "tokenizer.model" || weight_files.count(name)) source_paths[name] = entry.path();
     }
+    nlohmann::json sources = nlohmann::json::array();
+    for (const auto& [name, p] : source_paths)
+        sources.push_back({{"name", name}, {"size", fs::file_size(p)}, {"xxh3", hex64(xxh3_file(p.string()))}});
 
     // Write: tensors block by block, then embedded files, then metadata.
     ArchiveWriter w(out_path);

@@ -60,7 +60,10 @@ void MappedFile::advise_sequential(size_t offset, size_t n) const {
     if (!data_ || n == 0) return;
     const size_t page = size_t(::sysconf(_SC_PAGESIZE));
     const size_t start = offset / page * page;
-    ::madvise(const_cast<uint8_t*>(data_) + start, n + (offset - start), MADV_SEQUENTIAL | MADV_WILLNEED);
+    // note: advice values are not flags (SEQUENTIAL | WILLNEED == WILLNEED); give each separately.
+    uint8_t* p = const_cast<uint8_t*>(data_) + start;
+    ::madvise(p, n + (offset - start), MADV_SEQUENTIAL);
+    ::madvise(p, n + (offset - start), MADV_WILLNEED);
 }
 
 }  // namespace tt

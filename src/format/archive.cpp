@@ -96,6 +96,7 @@ Parsed parse_image(const uint8_t* data, size_t size, const std::string& path) {
         t.offset = get_u64(jt, "offset", path, what);
         t.view.nbytes = get_u64(jt, "nbytes", path, what);
         t.xxh3 = parse_hex(jt.value("xxh3", nlohmann::json()), path, what);
+        if (jt.contains("block") && !jt["block"].is_string()) fail("{}: corrupt metadata: {} has a bad block", path, what);
         t.block = jt.value("block", "");
         uint64_t numel;
         if (!checked_numel(t.view.shape, numel) || numel > UINT64_MAX / dtype_size(*dt) ||
