@@ -116,7 +116,7 @@ static tt::cli::Registration reg(
     "validate", "Compare the model's logits with a reference (transformers) file", 60,
     [](CLI::App& sub) -> tt::cli::RunFn {
         auto o = std::make_shared<Opts>();
-        sub.add_option("MODEL", o->model, ".thin archive or Hugging Face model directory")->required();
+        sub.add_option("MODEL", o->model, ".thin archive, Hugging Face model directory, or Hub id ORG/NAME[:REV]")->required();
         sub.add_option("--reference", o->reference, "Reference safetensors: input_ids, logits, greedy_ids")->required();
         sub.add_option("--key", o->key, "Reference logits tensor")->capture_default_str();
         sub.add_option("--device", o->device, "cpu, cuda or cuda:N (default: cuda when available)");

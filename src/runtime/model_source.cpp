@@ -5,6 +5,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "format/archive.h"
+#include "hub/hub.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -41,7 +42,13 @@ static std::string directory_key(const fs::path& dir) {
     return hex64(xxh3_64(desc.data(), desc.size()));
 }
 
-std::string resolve_model(const std::string& model) {
+std::string resolve_model(const std::string& model_arg) {
+    std::string model = model_arg;
+    if (hub::looks_like_repo_id(model)) {
+        // ORG/NAME[:REV]: pull (or find complete in the cache), then convert the folder below.
+        log::info("{} is not a local path: fetching it from the Hugging Face Hub ({})", model, hub::endpoint());
+        model = hub::pull(model, hub::PullOptions{});
+    }
     const fs::path p(model);
     if (fs::is_regular_file(p)) {
         if (!has_thin_magic(p)) fail("{}: not a .thin archive (convert a model directory with `thintensor convert`)", model);

@@ -1,6 +1,6 @@
 // Turns the MODEL argument of run/bench/validate/plan into a .thin archive path: an archive is used
 // as is; a Hugging Face model directory is converted once into the cache and reused while its files
-// are unchanged.
+// are unchanged; a Hub id ORG/NAME[:REV] is pulled first (src/hub) and then converted.
 #pragma once
 
 #include <string>
