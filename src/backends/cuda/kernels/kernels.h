@@ -19,6 +19,7 @@ void embedding(const void* embd, DType dt, const int32_t* ids, int n, int hidden
 // Per row t < n: if add != null, x += add (add optionally first RMS-normalized with add_norm_w:
 // Gemma's post-norms); then out = rmsnorm(x) * (w + offset) written as out_dt (f32/f16/bf16).
 // w / add_norm_w are in dtype wdt. x [n, hidden] is the f32 residual stream (updated in place).
+// out == null: only the residual update.
 void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const void* w, DType wdt, float offset,
                       float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s);
 

@@ -30,6 +30,7 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add
         if (add) x[base + i] = row[i];
         ss += row[i] * row[i];
     }
+    if (!out) return;  // residual update only (the next GEMV normalizes x itself)
     const float inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
     for (int i = threadIdx.x; i < hidden; i += blockDim.x)
         out[base + i] = from_float<O>(row[i] * inv * (to_float(w[i]) + offset));
