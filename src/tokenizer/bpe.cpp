@@ -47,6 +47,16 @@ BpeModel::BpeModel(const json& m, const std::string& ctx) {
         if (it == vocab_.end()) fail("{}: unk_token '{}' is not in the vocab", ctx, unk);
         unk_id_ = it->second;
     }
+    small_char_ids_.assign(k_small_chars, -1);
+    if (continuing_subword_prefix_.empty() && end_of_word_suffix_.empty()) {
+        for (const auto& [tok, id] : vocab_) {
+            size_t n = utf8_char_len(tok, 0);
+            if (n == 0 || n != tok.size()) continue;
+            size_t i = 0;
+            char32_t cp = utf8_next(tok, i);
+            if (cp < k_small_chars) small_char_ids_[cp] = id;
+        }
+    }
     for (int b = 0; b < 256; ++b) {
         auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
         byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
@@ -140,6 +150,16 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
         size_t n = utf8_char_len(piece, i);
         i += n == 0 ? 1 : n;  // pieces are valid UTF-8; the guard keeps a bug from looping
         std::string_view ch = piece.substr(start, i - start);
+        if (n != 0 && !small_char_ids_.empty()) {
+            size_t j = start;
+            char32_t cp = utf8_next(piece, j);
+            if (cp < k_small_chars && small_char_ids_[cp] >= 0 && continuing_subword_prefix_.empty() &&
+                end_of_word_suffix_.empty()) {
+                if (pending_unk) add(*unk_id_), pending_unk = false;
+                add(small_char_ids_[cp]);
+                continue;
+            }
+        }
         std::string_view lookup = ch;
         if (!continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty()) {
             key.clear();

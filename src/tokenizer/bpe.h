@@ -61,6 +61,10 @@ private:
     std::string continuing_subword_prefix_;
     std::string end_of_word_suffix_;
     int32_t byte_ids_[256];  // "<0xNN>" ids for byte fallback, -1 where missing
+    // Ids of single-character tokens below U+0400 (all byte-level characters, Latin), so the
+    // per-character lookup of merge_word is an array index instead of a hash probe; -1 = not a token.
+    static constexpr char32_t k_small_chars = 0x400;
+    std::vector<int32_t> small_char_ids_;
 
     // Cache of piece -> ids, as in `tokenizers` (bounded; pieces longer than k_cache_max_len skip it).
     static constexpr size_t k_cache_capacity = 10000;

@@ -7,6 +7,15 @@ namespace tt {
 
 namespace {
 
+// "<0xNN>": a byte-fallback token. note: `tokenizers`' ByteFallback decoder turns a whole run of
+// byte tokens into U+FFFD (one per byte) when the run is not valid UTF-8, so a run that decodes
+// cleanly now ("W" from <0x57>) can still turn into U+FFFD when the next byte token arrives; such
+// text is final only once a non-byte token ends the run.
+bool is_byte_token(const std::string& t) {
+    auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
+    return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) && hex(t[4]);
+}
+
 bool ends_with_replacement(const std::string& s) {
     return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;
 }
@@ -17,6 +26,7 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens) : t
 
 std::string StreamDecoder::push(int32_t id) {
     ids_.push_back(id);
+    if (is_byte_token(tok_.id_to_token(id))) return {};
     std::string text = tok_.decode(ids_, skip_special_);
     if (text.size() <= prefix_.size() || ends_with_replacement(text) || text.compare(0, prefix_.size(), prefix_) != 0)
         return {};
