@@ -5,6 +5,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-20}"
+# UBSan only prints by default; a report must fail the run like an ASan one.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTHINTENSOR_FUZZ=ON -DTHINTENSOR_TESTS=OFF -DTHINTENSOR_CUDA=OFF >/dev/null
 targets=$(cd "$root/tests/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
@@ -16,6 +18,6 @@ for t in $targets; do
   [ -d "$seeds" ] && cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
   [ -x "$root/tests/fuzz/seed_$t.sh" ] && "$root/tests/fuzz/seed_$t.sh" "$corpus"
   echo "== $t for ${seconds}s"
-  "$build/$t" -max_total_time="$seconds" -rss_limit_mb=2048 "$corpus"
+  "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 "$corpus"
 done
 echo "all fuzz targets ran without a crash"
