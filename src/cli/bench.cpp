@@ -1,0 +1,262 @@
+// thintensor bench MODEL: prefill (ppN) and decode (tgN, optionally at a context depth) speed in
+// the spirit of llama-bench, each figure beside its roofline: decode as bytes read per token over
+// the measured device-copy bandwidth, prefill as FLOPs over the measured bf16 GEMM rate.
+#include "cli/command.h"
+#include "cli/model_args.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "runtime/sampler.h"
+
+#ifdef THINTENSOR_HAVE_CUDA
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/measure.h"
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Opts {
+    tt::cli::ModelArgs model;
+    std::string prompt_lengths = "512,2048", depths = "0";
+    int gen_tokens = 128, reps = 3;
+    bool json = false;
+    double bandwidth_gbs = 0, gemm_tflops = 0;
+};
+
+std::vector<int> parse_list(const std::string& s, const char* flag) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            size_t used = 0;
+            const int v = std::stoi(item, &used);
+            if (used != item.size() || v < 0) throw std::invalid_argument(item);
+            out.push_back(v);
+        } catch (const std::exception&) {
+            tt::fail("{}: '{}' is not a list of non-negative integers", flag, s);
+        }
+    }
+    return out;
+}
+
+struct Stat {
+    double mean = 0, sd = 0;
+};
+Stat stats(const std::vector<double>& v) {
+    Stat s;
+    for (double x : v) s.mean += x;
+    s.mean /= double(v.size());
+    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+    s.sd = v.size() > 1 ? std::sqrt(s.sd / double(v.size() - 1)) : 0.0;
+    return s;
+}
+
+uint64_t free_vram(const std::string& device) {
+#ifdef THINTENSOR_HAVE_CUDA
+    if (device.rfind("cuda", 0) == 0) {
+        const int idx = device.size() > 5 ? std::stoi(device.substr(5)) : 0;
+        const auto d = tt::cuda::list_devices();
+        if (idx < int(d.size())) return d[size_t(idx)].free_memory;
+    }
+#endif
+    (void)device;
+    return 0;
+}
+
+int run(Opts o) {
+    using namespace tt;
+    const std::vector<int> pps = parse_list(o.prompt_lengths, "--prompt-lengths");
+    const std::vector<int> depths = parse_list(o.depths, "--depths");
+    if (o.reps < 1) fail("--reps must be at least 1");
+    if (o.gen_tokens < 1) fail("--gen-tokens must be at least 1");
+    const std::string device = o.model.device.empty() ? default_device() : o.model.device;
+    o.model.device = device;
+    const uint64_t free_before = free_vram(device);
+
+    const auto t_load = Clock::now();
+    cli::LoadedModel m = cli::load_model(o.model, 0);
+    int need = o.gen_tokens + 1;
+    for (int p : pps) need = std::max(need, p + 1);
+    for (int d : depths) need = std::max(need, d + o.gen_tokens + 1);
+    if (need > m.spec.max_context) fail("the benchmark needs {} positions but the model's context is {}", need, m.spec.max_context);
+    m.create_backend(o.model, need);
+    const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+    uint64_t free_min = free_vram(device);
+
+    // Ceilings, measured now on this device unless given.
+    double bw = o.bandwidth_gbs, peak = o.gemm_tflops;
+#ifdef THINTENSOR_HAVE_CUDA
+    if (device.rfind("cuda", 0) == 0) {
+        const int idx = device.size() > 5 ? std::stoi(device.substr(5)) : 0;
+        if (bw <= 0) bw = cuda::measure_d2d_gbs(idx);
+        if (peak <= 0) peak = cuda::measure_gemm_tflops(idx);
+    }
+#endif
+    if (device == "cpu" && bw <= 0) {
+        // Host memory: a large memcpy, bytes read plus written.
+        const size_t n = size_t(256) << 20;
+        std::vector<uint8_t> a(n, 1), b(n, 2);
+        double best = 1e30;
+        for (int r = 0; r < 3; ++r) {
+            const auto t0 = Clock::now();
+            std::memcpy(b.data(), a.data(), n);
+            best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        bw = 2.0 * double(n) / best / 1e9;
+    }
+
+    const ModelSpec& s = m.spec;
+    uint64_t weight_bytes = 0, embd_bytes = 0;
+    for (const auto& t : m.archive->tensors()) {
+        weight_bytes += t.view.nbytes;
+        if (t.view.name == "token_embd.weight") embd_bytes = t.view.nbytes;
+    }
+    const size_t elem = dtype_size(m.archive->tensors().front().view.dtype);
+    // Decode reads every weight once, except the embedding table (one row) unless it doubles as
+    // the output head; plus the visible K and V rows of every layer.
+    const uint64_t row_bytes = embd_bytes / uint64_t(s.vocab_size);
+    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings ? 0 : embd_bytes - row_bytes);
+    auto kv_bytes_at = [&](int ctx) {
+        uint64_t b = 0;
+        for (int il = 0; il < s.n_layers; ++il) {
+            const int vis = s.layer_attn[size_t(il)] == AttnKind::sliding ? std::min(ctx, s.sliding_window) : ctx;
+            b += 2 * uint64_t(vis) * uint64_t(s.kv_dim()) * elem;
+        }
+        return b;
+    };
+    const uint64_t n_params = s.n_params();
+    const uint64_t matmul_params = n_params - uint64_t(s.vocab_size) * uint64_t(s.hidden_dim) * (s.tied_embeddings ? 0 : 1);
+    auto prefill_flops = [&](int n) {
+        double f = 2.0 * double(matmul_params - uint64_t(s.vocab_size) * uint64_t(s.hidden_dim)) * n;
+        f += 2.0 * double(s.vocab_size) * s.hidden_dim;  // logits of the last token only
+        for (int il = 0; il < s.n_layers; ++il) {
+            double vis = 0;  // sum over queries of visible keys
+            const int w = s.layer_attn[size_t(il)] == AttnKind::sliding ? s.sliding_window : 0;
+            for (int i = 0; i < n; ++i) vis += w > 0 ? std::min(i + 1, w) : i + 1;
+            f += 4.0 * s.q_dim() * vis;  // QK^T and PV
+        }
+        return f;
+    };
+
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> tok(0, s.vocab_size - 1);
+    auto random_tokens = [&](int n) {
+        std::vector<int32_t> v(static_cast<size_t>(n));
+        for (auto& t : v) t = tok(rng);
+        return v;
+    };
+
+    nlohmann::json results = nlohmann::json::array();
+    struct Row { std::string test; Stat tps; double ms; std::string work, achieved, roof; };
+    std::vector<Row> rows;
+    SamplerConfig greedy_cfg;
+    greedy_cfg.temperature = 0;
+
+    for (int n : pps) {
+        if (n == 0) continue;
+        std::vector<double> tps, ttft;
+        for (int r = 0; r < o.reps + 1; ++r) {  // the first run warms up (workspace allocation, clocks)
+            m.backend->rewind(0);
+            const auto prompt = random_tokens(n);
+            Sampler sampler(greedy_cfg);
+            const auto t0 = Clock::now();
+            (void)m.backend->forward_sample(prompt, sampler, prompt);
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (r == 0) continue;
+            tps.push_back(n / sec);
+            ttft.push_back(sec);
+        }
+        free_min = std::min(free_min, free_vram(device));
+        const Stat st = stats(tps);
+        const double flops = prefill_flops(n), tflops = flops * st.mean / n / 1e12;
+        rows.push_back({fmt::format("pp{}", n), st, 1e3 / st.mean, fmt::format("{:.2f} TFLOP", flops / 1e12),
+                        fmt::format("{:.1f} TFLOP/s", tflops), peak > 0 ? fmt::format("{:.1f}% of {:.0f} TFLOP/s", 100 * tflops / peak, peak) : "-"});
+        results.push_back({{"test", rows.back().test}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"flops", flops},
+                           {"tflops", tflops}, {"peak_tflops", peak}, {"ttft_ms", 1e3 * stats(ttft).mean}});
+    }
+    for (int depth : depths) {
+        std::vector<double> tps;
+        double bytes_per_token = 0;
+        for (int r = 0; r < o.reps + 1; ++r) {
+            m.backend->rewind(0);
+            Sampler sampler(greedy_cfg);
+            std::vector<int32_t> ctx = depth > 0 ? random_tokens(depth) : std::vector<int32_t>{std::max(s.bos_token_id, 0)};
+            int32_t next = m.backend->forward_sample(ctx, sampler, ctx);
+            const auto t0 = Clock::now();
+            for (int i = 0; i < o.gen_tokens; ++i) next = m.backend->forward_sample(std::span<const int32_t>(&next, 1), sampler, ctx);
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (r == 0) continue;
+            tps.push_back(o.gen_tokens / sec);
+        }
+        const int first_ctx = depth > 0 ? depth : 1;
+        for (int i = 0; i < o.gen_tokens; ++i) bytes_per_token += double(decode_weight_bytes + kv_bytes_at(first_ctx + i + 1));
+        bytes_per_token /= o.gen_tokens;
+        free_min = std::min(free_min, free_vram(device));
+        const Stat st = stats(tps);
+        const double gbs = bytes_per_token * st.mean / 1e9;
+        const std::string name = depth > 0 ? fmt::format("tg{}@d{}", o.gen_tokens, depth) : fmt::format("tg{}", o.gen_tokens);
+        rows.push_back({name, st, 1e3 / st.mean, fmt::format("{} /token", format_bytes(bytes_per_token)),
+                        fmt::format("{:.0f} GB/s", gbs),
+                        bw > 0 ? fmt::format("{:.1f}% of {:.0f} GB/s ({:.0f} tok/s)", 100 * gbs / bw, bw, bw * 1e9 / bytes_per_token) : "-"});
+        results.push_back({{"test", name}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"bytes_per_token", bytes_per_token},
+                           {"gbs", gbs}, {"roofline_gbs", bw}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / bytes_per_token : 0.0}});
+    }
+
+    const double peak_vram = free_before > free_min ? double(free_before - free_min) : 0.0;
+    const std::string name = m.archive->metadata()["provenance"].value("source", m.archive_path);
+    if (o.json) {
+        nlohmann::json j = {{"model", name},
+                            {"archive", m.archive_path},
+                            {"backend", m.backend->describe()},
+                            {"params", n_params},
+                            {"weight_bytes", weight_bytes},
+                            {"dtype", dtype_name(m.archive->tensors().front().view.dtype)},
+                            {"load_s", load_s},
+                            {"peak_vram_bytes", peak_vram},
+                            {"device_copy_gbs", bw},
+                            {"gemm_tflops", peak},
+                            {"results", results}};
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    const std::string params_str = n_params >= 1000000000ull ? fmt::format("{:.2f} B", double(n_params) / 1e9)
+                                                             : fmt::format("{:.2f} M", double(n_params) / 1e6);
+    fmt::print("model   {} ({}, {} params, {})\nbackend {}   load {:.2f} s   peak VRAM {}\n", name,
+               format_bytes(double(weight_bytes)), params_str, dtype_name(m.archive->tensors().front().view.dtype),
+               m.backend->describe(), load_s, peak_vram > 0 ? format_bytes(peak_vram) : "-");
+    fmt::print("| {:<12} | {:>16} | {:>9} | {:>16} | {:>14} | {:<34} |\n", "test", "tok/s", "ms/tok", "work", "achieved", "roofline");
+    fmt::print("|{:-<14}|{:->18}|{:->11}|{:->18}|{:->16}|{:-<36}|\n", "", "", "", "", "", "");
+    for (const auto& r : rows)
+        fmt::print("| {:<12} | {:>9.1f} ± {:<5.1f}| {:>9.3f} | {:>16} | {:>14} | {:<34} |\n", r.test, r.tps.mean, r.tps.sd, r.ms,
+                   r.work, r.achieved, r.roof);
+    return 0;
+}
+
+}  // namespace
+
+static tt::cli::Registration reg("bench", "Measure prefill and decode speed against the hardware's roofline", 70,
+                                 [](CLI::App& sub) -> tt::cli::RunFn {
+                                     auto o = std::make_shared<Opts>();
+                                     tt::cli::add_model_args(sub, o->model);
+                                     sub.add_option("--prompt-lengths", o->prompt_lengths, "Prefill tests, comma-separated")->capture_default_str();
+                                     sub.add_option("--gen-tokens", o->gen_tokens, "Tokens per decode test")->capture_default_str();
+                                     sub.add_option("--depths", o->depths, "Context depths for the decode tests")->capture_default_str();
+                                     sub.add_option("--reps", o->reps, "Repetitions per test (after one warm-up)")->capture_default_str();
+                                     sub.add_option("--bandwidth", o->bandwidth_gbs, "Roofline memory bandwidth in GB/s (default: measured)");
+                                     sub.add_option("--gemm-tflops", o->gemm_tflops, "Roofline GEMM rate (default: measured)");
+                                     sub.add_flag("--json", o->json, "Print JSON");
+                                     return [o]() -> int { return run(*o); };
+                                 });
