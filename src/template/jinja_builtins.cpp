@@ -84,7 +84,17 @@ std::string map_chars(const std::string& s, uint32_t (*f)(uint32_t)) {
     return out;
 }
 
-std::string py_upper(const std::string& s) { return map_chars(s, to_upper); }
+std::string py_upper(const std::string& s) {
+    // note: utf8proc maps case one code point to one; Python's full mapping turns ß into SS, the
+    // one multi-character case likely in chat text.
+    std::string out;
+    for (auto ch : utf8_chars(s)) {
+        uint32_t cp = decode(ch);
+        if (cp == 0xdf) out += "SS";
+        else encode(out, to_upper(cp));
+    }
+    return out;
+}
 std::string py_lower(const std::string& s) { return map_chars(s, to_lower); }
 
 std::string py_capitalize(const std::string& s) {
@@ -394,7 +404,7 @@ Value dict_method(const Value& self, const std::string& name) {
     if (name == "items")
         return bind_method(self, name, [](const Value& d, const Args&) {
             Array out;
-            for (const auto& [k, v] : d.object().items) out.emplace_back(Array{Value(k), v});
+            for (const auto& [k, v] : d.object().items) out.push_back(Value::tuple(Array{Value(k), v}));
             return Value(std::move(out));
         });
     if (name == "keys")
@@ -744,7 +754,7 @@ const std::map<std::string, Filter, std::less<>>& filters() {
             bool reverse = bool_arg(a, 2, "reverse", false);
             if (by != "key" && by != "value") op_fail("dictsort: by must be 'key' or 'value'");
             Array items;
-            for (const auto& [k, x] : v.object().items) items.emplace_back(Array{Value(k), x});
+            for (const auto& [k, x] : v.object().items) items.push_back(Value::tuple(Array{Value(k), x}));
             Value idx(static_cast<int64_t>(by == "key" ? 0 : 1));
             Value attr(by == "key" ? "0" : "1");
             return Value(sorted(std::move(items), reverse, cs, &attr));
@@ -768,7 +778,7 @@ const std::map<std::string, Filter, std::less<>>& filters() {
             if (v.is_undefined()) return Value(Array{});
             if (!v.is_object()) op_fail(fmt::format("items expects a dict, not {}", type_name(v)));
             Array out;
-            for (const auto& [k, x] : v.object().items) out.emplace_back(Array{Value(k), x});
+            for (const auto& [k, x] : v.object().items) out.push_back(Value::tuple(Array{Value(k), x}));
             return Value(std::move(out));
         };
         t["join"] = [](V v, A a) {

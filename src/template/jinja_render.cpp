@@ -108,7 +108,7 @@ private:
             case ExprKind::tuple: {
                 Array items;
                 for (const auto& x : e.args) items.push_back(eval(*x, scope));
-                return Value(std::move(items));
+                return e.kind == ExprKind::tuple ? Value::tuple(std::move(items)) : Value(std::move(items));
             }
             case ExprKind::dict: {
                 auto o = std::make_shared<Object>();

@@ -127,8 +127,9 @@ std::string repr(const Value& v) {
     switch (v.kind()) {
         case Value::Kind::string: return repr_string(v.str());
         case Value::Kind::array: {
-            std::string out = "[";
+            std::string out = v.is_tuple() ? "(" : "[";
             for (size_t i = 0; i < v.array().size(); ++i) out += (i ? ", " : "") + repr(v.array()[i]);
+            if (v.is_tuple()) return out + (v.array().size() == 1 ? ",)" : ")");
             return out + "]";
         }
         case Value::Kind::object: {

@@ -68,6 +68,12 @@ public:
     Value(std::string s) : kind_(Kind::string), str_(std::move(s)) {}
     Value(const char* s) : kind_(Kind::string), str_(s) {}
     Value(Array a) : kind_(Kind::array), array_(std::make_shared<Array>(std::move(a))) {}
+    // A Python tuple: a list that prints as (a, b). dict.items() and (a, b) literals make these.
+    static Value tuple(Array a) {
+        Value v(std::move(a));
+        v.int_ = 1;
+        return v;
+    }
     Value(std::shared_ptr<Object> o) : kind_(Kind::object), object_(std::move(o)) {}
     Value(std::shared_ptr<Callable> c) : kind_(Kind::callable), callable_(std::move(c)) {}
     static Value function(std::string name, std::function<Value(const Args&)> fn) {
@@ -84,6 +90,7 @@ public:
     bool is_number() const { return kind_ == Kind::integer || kind_ == Kind::floating || kind_ == Kind::boolean; }
     bool is_string() const { return kind_ == Kind::string; }
     bool is_array() const { return kind_ == Kind::array; }
+    bool is_tuple() const { return kind_ == Kind::array && int_ == 1; }
     bool is_object() const { return kind_ == Kind::object; }
     bool is_namespace() const { return kind_ == Kind::object && object_->is_namespace; }
     bool is_callable() const { return kind_ == Kind::callable; }
