@@ -17,7 +17,13 @@ namespace tt::jinja {
 namespace {
 
 constexpr int64_t k_max_range = 100000;
-constexpr size_t k_max_string = size_t{256} << 20;  // refuse absurd repetitions ('x' * 10**12)
+constexpr size_t k_max_string = size_t{32} << 20;  // refuse absurd sizes ('x' * 10**12, indent(10**9))
+
+// Widths and repetition counts from templates are bounded so a typo cannot exhaust memory.
+int64_t bounded_width(int64_t n) {
+    if (n > static_cast<int64_t>(k_max_string)) op_fail(fmt::format("width {} is too large", n));
+    return n;
+}
 
 // ---- argument helpers ----
 
@@ -277,6 +283,7 @@ bool all_chars(const std::string& s, bool (*pred)(uint32_t)) {
 std::string py_center(const std::string& s, int64_t width, const std::string& fill) {
     int64_t n = static_cast<int64_t>(utf8_length(s));
     if (width <= n) return s;
+    bounded_width(width);
     int64_t pad = width - n;
     // CPython: left = pad/2 + (pad & width & 1)
     int64_t left = pad / 2 + (pad & width & 1);
@@ -362,7 +369,7 @@ Value str_method(const Value& self, const std::string& name) {
          }},
         {"zfill",
          [](V s, A a) {
-             int64_t w = int_arg(a, 0, "width", 0), n = static_cast<int64_t>(utf8_length(s.str()));
+             int64_t w = bounded_width(int_arg(a, 0, "width", 0)), n = static_cast<int64_t>(utf8_length(s.str()));
              if (w <= n) return s;
              std::string body = s.str(), sign;
              if (!body.empty() && (body[0] == '-' || body[0] == '+')) {
@@ -476,7 +483,8 @@ Value attr_path(const Value& v, const std::string& path) {
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (cur.is_undefined()) return cur;
-        cur = numeric ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+        cur = numeric && part.size() < 18 ? get_item(cur, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))))
+                                          : get_item(cur, Value(part));
         if (dot == std::string::npos) return cur;
         start = dot + 1;
     }
@@ -531,14 +539,28 @@ std::string percent_format(const std::string& f, const Array& args) {
             out += '%';
             continue;
         }
-        std::string spec;
-        while (i < f.size() && std::strchr("-+ #0123456789.", f[i])) spec += f[i++];
+        // printf flags/width/precision, translated to fmt: '-' left-aligns, '0' zero-pads.
+        std::string flags, width, precision;
+        while (i < f.size() && std::strchr("-+ #0", f[i])) flags += f[i++];
+        while (i < f.size() && f[i] >= '0' && f[i] <= '9') width += f[i++];
+        if (i < f.size() && f[i] == '.') {
+            precision = ".";
+            ++i;
+            while (i < f.size() && f[i] >= '0' && f[i] <= '9') precision += f[i++];
+            if (precision == ".") precision = ".0";
+        }
+        if (width.size() > 4 || precision.size() > 4) op_fail("format width or precision too large");
         if (i >= f.size()) op_fail("incomplete format");
+        bool left = flags.find('-') != std::string::npos, zero = !left && flags.find('0') != std::string::npos;
+        std::string sign = flags.find('+') != std::string::npos ? "+" : flags.find(' ') != std::string::npos ? " " : "";
+        std::string spec = (zero ? std::string() : std::string(left ? "<" : ">")) + sign + (zero ? "0" : "") + width;
+        std::string str_spec = std::string(left ? "<" : ">") + width + precision;
         if (next >= args.size()) op_fail("not enough arguments for format string");
         const Value& v = args[next++];
         char conv = f[i];
+        try {
         switch (conv) {
-            case 's': out += fmt::format(fmt::runtime("{:" + (spec.empty() ? "" : ">" + spec) + "}"), to_str(v)); break;
+            case 's': out += fmt::format(fmt::runtime("{:" + str_spec + "}"), to_str(v)); break;
             case 'r': out += repr(v); break;
             case 'd':
             case 'i':
@@ -551,10 +573,13 @@ std::string percent_format(const std::string& f, const Array& args) {
                 break;
             case 'f':
                 if (!v.is_number()) op_fail(fmt::format("%f format: a number is required, not {}", type_name(v)));
-                out += fmt::format(fmt::runtime("{:" + (spec.find('.') == std::string::npos ? spec + ".6" : spec) + "f}"),
+                out += fmt::format(fmt::runtime("{:" + spec + (precision.empty() ? ".6" : precision) + "f}"),
                                    v.as_double());
                 break;
             default: op_fail(fmt::format("unsupported format character '{}'", conv));
+        }
+        } catch (const fmt::format_error& e) {
+            op_fail(fmt::format("bad format '%{}': {}", conv, e.what()));
         }
     }
     if (next < args.size()) op_fail("not all arguments converted during string formatting");
@@ -584,7 +609,7 @@ Value filter_tojson(const Value& v, const Args& a) {
 Value filter_indent(const Value& v, const Args& a) {
     std::string s = to_str(v);
     const Value* w = a.get(0, "width");
-    std::string ind = (w && w->is_string()) ? w->str() : std::string(static_cast<size_t>(std::max<int64_t>(0, int_arg(a, 0, "width", 4))), ' ');
+    std::string ind = (w && w->is_string()) ? w->str() : std::string(static_cast<size_t>(std::max<int64_t>(0, bounded_width(int_arg(a, 0, "width", 4)))), ' ');
     bool first = bool_arg(a, 1, "first", false), blank = bool_arg(a, 2, "blank", false);
     s += "\n";  // Jinja's quirk so that splitlines keeps a trailing empty line
     Array lines = py_splitlines(s, false);

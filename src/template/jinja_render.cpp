@@ -46,17 +46,36 @@ ScopePtr child_of(const ScopePtr& parent) {
 
 enum class Flow { normal, break_, continue_ };
 
-constexpr int k_max_call_depth = 256;
+constexpr int k_max_call_depth = 128;
 
 class Renderer {
 public:
     Renderer(const std::string& context, const std::string& source, const RenderLimits& limits)
         : context_(context), lines_(source), limits_(limits) {}
 
+    // Namespaces can hold themselves ({% set ns.me = ns %}) and loop.changed() can remember the
+    // loop object that holds it; both are shared_ptr cycles, broken here once the render is over.
+    ~Renderer() {
+        for (auto& ns : namespaces_) ns->items.clear();
+        for (auto& c : changed_) c->reset();
+    }
+
     std::string run(const Body& body, const Object& vars) {
         auto builtins = std::make_shared<Scope>();
         Object g;
         add_builtin_globals(g);
+        // namespace() is the renderer's own, to keep track of what it must clear afterwards.
+        g.set("namespace", Value::function("namespace", [this](const Args& a) {
+            auto o = std::make_shared<Object>();
+            o->is_namespace = true;
+            if (!a.pos.empty()) {
+                if (!a.pos[0].is_object()) op_fail("namespace() expects a mapping");
+                o->items = a.pos[0].object().items;
+            }
+            for (const auto& [k, v] : a.kw) o->set(k, v);
+            namespaces_.push_back(o);
+            return Value(std::move(o));
+        }));
         builtins->vars = std::move(g.items);
         globals_ = child_of(builtins);
         globals_->vars = vars.items;
@@ -320,6 +339,7 @@ private:
             return;
         }
         auto last_changed = std::make_shared<std::optional<Value>>();
+        changed_.push_back(last_changed);
         int64_t n = static_cast<int64_t>(items.size());
         for (int64_t i = 0; i < n; ++i) {
             step(s.offset);
@@ -418,6 +438,8 @@ private:
     uint64_t steps_ = 0;
     int call_depth_ = 0;
     ScopePtr globals_;
+    std::vector<std::shared_ptr<Object>> namespaces_;
+    std::vector<std::shared_ptr<std::optional<Value>>> changed_;
 };
 
 }  // namespace

@@ -316,6 +316,8 @@ static void json_value(std::string& out, const Value& v, const JsonOptions& opt,
             return;
         }
         case Value::Kind::object: {
+            // A namespace is no dict for json.dumps (and may contain itself).
+            if (v.is_namespace()) op_fail("Object of type Namespace is not JSON serializable");
             std::vector<const std::pair<std::string, Value>*> items;
             for (const auto& kv : v.object().items) items.push_back(&kv);
             if (items.empty()) {

@@ -3,11 +3,13 @@
 // byte-identical from the model's own template in ../shared/tokenizers/*/tokenizer_config.json.
 #include "core/error.h"
 #include "core/output_file.h"
+#include "format/archive.h"
 #include "template/chat_template.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 
@@ -109,4 +111,24 @@ TEST(ChatTemplateRef, Qwen3ReasoningAndToolCalls) {
         "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n<think>\nok\n</think>\n\ndone<|im_end|>\n";
     EXPECT_EQ(got, want);
+}
+
+// A .thin archive with an embedded tokenizer_config.json renders like the config itself.
+TEST(ChatTemplateRef, LoadsFromThinArchive) {
+    std::string cfg_text = read_file(k_shared + "/tokenizers/llama3/tokenizer_config.json");
+    std::string path = testing::TempDir() + "/chat_template_test.thin";
+    {
+        ArchiveWriter w(path);
+        w.add_file("tokenizer_config.json", cfg_text);
+        w.finish({{"spec", nlohmann::json::object()}});  // open() only needs a spec object
+    }
+    ChatTemplate t = ChatTemplate::load(path);
+    EXPECT_EQ(t.bos_token(), "<|begin_of_text|>");
+    std::istringstream lines(read_file(k_shared + "/fixtures/chat-template-ref/llama3.jsonl"));
+    std::string line;
+    std::getline(lines, line);
+    auto rec = nlohmann::ordered_json::parse(line);
+    EXPECT_EQ(t.render(rec["messages"], rec["add_generation_prompt"].get<bool>(), nlohmann::ordered_json::object()),
+              rec["rendered"].get<std::string>());
+    std::remove(path.c_str());
 }
