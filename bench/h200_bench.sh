@@ -23,8 +23,13 @@ for shape in "${shapes[@]}"; do
   /usr/bin/time -f "convert wall %e s, max RSS %M KiB" $TT convert "$ck" -o "$arc" 2>&1 | tail -2
   ls -l "$arc"
   echo "=== $shape: parity against transformers' bf16 logits"
-  $TT -q validate "$arc" --reference "$ck/reference.safetensors" --key logits_bf16 --device cuda --min-cosine 0.99 --json > "$OUT/validate-$shape.json"
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j[k] for k in ['min_cosine','max_abs_diff','top1_agreement','mean_kl','greedy_match','greedy_expected','pass']})" "$OUT/validate-$shape.json"
+  devices="cuda"; [ "$shape" = qwen3-0.6b ] && devices="cuda cpu"
+  for dev in $devices; do
+    for key in logits_bf16 logits_f32; do
+      $TT -q validate "$arc" --reference "$ck/reference.safetensors" --key $key --device $dev --min-cosine 0.99 --json > "$OUT/validate-$shape-$dev-$key.json"
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], {k: j[k] for k in ['min_cosine','max_abs_diff','top1_agreement','mean_kl','greedy_match','greedy_expected']})" "$OUT/validate-$shape-$dev-$key.json" "$dev vs $key"
+    done
+  done
   echo "=== $shape: bench"
   depths=0; [ "$shape" = llama3-8b ] && depths=0,16384
   $TT bench "$arc" --device cuda --prompt-lengths 512,2048 --gen-tokens 128 --depths $depths --reps 3 --json > "$OUT/bench-$shape.json"

@@ -74,8 +74,14 @@ def main():
         logits = model(ids).logits[0].float()
         greedy = model.generate(ids[:, :8], max_new_tokens=24, do_sample=False, min_new_tokens=24,
                                 pad_token_id=0)[0, 8:]
+        # The same weights upcast to f32 (exact), all arithmetic in f32: what ThinTensor's f32
+        # accumulation computes, so the bf16 archive is held to this one too.
+        model.float()
+        logits32 = model(ids).logits[0].float()
+        model.to(torch.bfloat16)
         save_file({"input_ids": ids[0].cpu().to(torch.int64), "logits_bf16": logits.cpu().contiguous(),
-                   "greedy_ids": greedy.cpu().to(torch.int64)}, os.path.join(a.out_dir, "reference.safetensors"))
+                   "logits_f32": logits32.cpu().contiguous(), "greedy_ids": greedy.cpu().to(torch.int64)},
+                  os.path.join(a.out_dir, "reference.safetensors"))
 
         # Decode speed: eager generate, batch 1, one prompt token, a fixed number of new tokens.
         prompt = ids[:, :1]

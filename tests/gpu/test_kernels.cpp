@@ -319,7 +319,7 @@ TEST(CudaKernels, EmbeddingArgmaxActivation) {
         std::vector<float> ref(g.size());
         for (size_t i = 0; i < g.size(); ++i) ref[i] = (act == cuda::GateAct::silu ? cpu::silu(g[i]) : cpu::gelu_tanh(g[i])) * u[i];
         Dev dg(g), du(u), dout2(g.size() * 4);
-        cuda::gated_act(dg.as<float>(), du.as<float>(), nullptr, nullptr, DType::f32, n, f, act, dout2.p, DType::f32, nullptr);
+        cuda::gated_act(dg.as<float>(), du.as<float>(), f, nullptr, nullptr, DType::f32, n, f, act, dout2.p, DType::f32, nullptr);
         EXPECT_LT(rel_err(dout2.get<float>(ref.size()), ref), 1e-6);
     }
 }

@@ -70,6 +70,8 @@ struct DevLayer {
     const void *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *attn_post_norm;
     const void *ffn_norm, *ffn_post_norm, *w_gate, *w_up, *w_down, *b_gate, *b_up, *b_down;
     DeviceBuffer k_cache, v_cache;
+    bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
+    bool gate_up_adjacent = false;  // likewise w_gate, w_up
 };
 
 class CudaBackend final : public Backend {
@@ -92,7 +94,8 @@ private:
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
     void run_decode_graph();
     void prefill(std::span<const int32_t> tokens, bool all_logits);
-    void gemm(const void* w, int rows, int cols, const void* x, int n, float* y);  // y[n, rows] = x[n, cols] W^T
+    // y[t, 0:rows] = x[t, 0:cols] W^T for t < n; rows of y are ldy floats apart.
+    void gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy);
 
     ModelSpec spec_;
     int device_ = 0;
@@ -116,7 +119,8 @@ private:
     cudaGraphExec_t graph_ = nullptr;
     // Prefill workspace, grown on demand.
     int prefill_cap_ = 0, keys_cap_ = 0;
-    DeviceBuffer px_, ph_, pq_, pk_, pv_, pqb_, pscores_, pprobs_, patt_, ptmp_, pg_, pu_, pact_, plogits_, pids_;
+    DeviceBuffer px_, ph_, pqkv_, pqb_;
+    DeviceBuffer pscores_, pprobs_, patt_, ptmp_, pgu_, pact_, plogits_, pids_;
     std::vector<float> host_logits_;
 };
 
@@ -238,6 +242,13 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w) {
         D.attn_post_norm = d(L.attn_post_norm); D.ffn_norm = d(L.ffn_norm); D.ffn_post_norm = d(L.ffn_post_norm);
         D.w_gate = d(L.w_gate); D.w_up = d(L.w_up); D.w_down = d(L.w_down);
         D.b_gate = d(L.b_gate); D.b_up = d(L.b_up); D.b_down = d(L.b_down);
+        // The converter writes q, k, v (and gate, up) back to back; when their bytes touch, the
+        // matrices form one [q+k+v, hidden] matrix and prefill runs one larger GEMM.
+        auto follows = [](const void* first, const TensorView* tf, const void* second) {
+            return static_cast<const uint8_t*>(first) + tf->nbytes == static_cast<const uint8_t*>(second);
+        };
+        D.qkv_adjacent = follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);
+        D.gate_up_adjacent = follows(D.w_gate, L.w_gate, D.w_up);
     }
 }
 
@@ -336,11 +347,11 @@ void CudaBackend::run_decode_graph() {
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, float* y) {
+void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy) {
     // Row-major y[n, rows] = x[n, cols] W[rows, cols]^T is column-major y^T = W^T(op T) x^T.
     const float alpha = 1.0f, beta = 0.0f;
     TT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, cuda_type(wdt_), cols, x,
-                                 cuda_type(wdt_), cols, &beta, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                                 cuda_type(wdt_), cols, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT));
 }
 
@@ -357,16 +368,13 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         const size_t T = size_t(prefill_cap_), K = size_t(keys_cap_), qc = size_t(std::min(prefill_cap_, k_q_chunk));
         px_ = DeviceBuffer(T * H * 4);
         ph_ = DeviceBuffer(T * H * we);
-        pq_ = DeviceBuffer(T * Q * 4);
-        pk_ = DeviceBuffer(T * KV * 4);
-        pv_ = DeviceBuffer(T * KV * 4);
+        pqkv_ = DeviceBuffer(T * (Q + 2 * KV) * 4);
         pqb_ = DeviceBuffer(T * Q * ke);
         pscores_ = DeviceBuffer(size_t(s.n_heads) * qc * K * 4);
         pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
         patt_ = DeviceBuffer(T * Q * we);
         ptmp_ = DeviceBuffer(T * std::max(H, F) * 4);
-        pg_ = DeviceBuffer(T * F * 4);
-        pu_ = DeviceBuffer(T * F * 4);
+        pgu_ = DeviceBuffer(T * 2 * F * 4);
         pact_ = DeviceBuffer(T * F * we);
         pids_ = DeviceBuffer(T * 4);
     }
@@ -381,12 +389,18 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     for (int il = 0; il < s.n_layers; ++il) {
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
-        gemm(L.wq, Q, H, ph_.ptr, n, pq_.as<float>());
-        gemm(L.wk, KV, H, ph_.ptr, n, pk_.as<float>());
-        gemm(L.wv, KV, H, ph_.ptr, n, pv_.as<float>());
+        const int QKV = Q + 2 * KV;
+        float* qkv = pqkv_.as<float>();
+        if (L.qkv_adjacent) {
+            gemm(L.wq, QKV, H, ph_.ptr, n, qkv, QKV);
+        } else {
+            gemm(L.wq, Q, H, ph_.ptr, n, qkv, QKV);
+            gemm(L.wk, KV, H, ph_.ptr, n, qkv + Q, QKV);
+            gemm(L.wv, KV, H, ph_.ptr, n, qkv + Q + KV, QKV);
+        }
         RopeArgs r{};
-        r.q = pq_.as<float>(); r.k = pk_.as<float>(); r.v = pv_.as<float>();
-        r.q_stride = Q; r.k_stride = KV; r.v_stride = KV;
+        r.q = qkv; r.k = qkv + Q; r.v = qkv + Q + KV;
+        r.q_stride = QKV; r.k_stride = QKV; r.v_stride = QKV;
         r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
         r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
         const RopeTable& rt = sliding ? rope_local_ : rope_;
@@ -433,14 +447,19 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             }
         }
-        gemm(L.wo, H, Q, patt_.ptr, n, ptmp_.as<float>());
+        gemm(L.wo, H, Q, patt_.ptr, n, ptmp_.as<float>(), H);
         if (L.bo) add_bias(ptmp_.as<float>(), L.bo, wdt_, n, H, stream_);
         residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.attn_post_norm : nullptr, L.ffn_norm, wdt_,
                          s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
-        gemm(L.w_gate, F, H, ph_.ptr, n, pg_.as<float>());
-        gemm(L.w_up, F, H, ph_.ptr, n, pu_.as<float>());
-        gated_act(pg_.as<float>(), pu_.as<float>(), L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
-        gemm(L.w_down, H, F, pact_.ptr, n, ptmp_.as<float>());
+        float* gu = pgu_.as<float>();
+        if (L.gate_up_adjacent) {
+            gemm(L.w_gate, 2 * F, H, ph_.ptr, n, gu, 2 * F);
+        } else {
+            gemm(L.w_gate, F, H, ph_.ptr, n, gu, 2 * F);
+            gemm(L.w_up, F, H, ph_.ptr, n, gu + F, 2 * F);
+        }
+        gated_act(gu, gu + F, 2 * F, L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
+        gemm(L.w_down, H, F, pact_.ptr, n, ptmp_.as<float>(), H);
         if (L.b_down) add_bias(ptmp_.as<float>(), L.b_down, wdt_, n, H, stream_);
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
@@ -453,7 +472,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     const size_t need = size_t(n_out) * s.vocab_size * 4;
     if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
-    gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>());
+    gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>(),
+         s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
 }
 
