@@ -40,14 +40,13 @@ void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t 
 }
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
-    pdl_trigger();
-    pdl_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = cap * tanhf(x[i] / cap);
 }
 
 void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
-    launch_pdl(softcap_kernel, dim3(blocks_for(n)), dim3(256), 0, s, x, n, cap);
+    softcap_kernel<<<blocks_for(n), 256, 0, s>>>(x, n, cap);
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 template <typename O>

@@ -17,8 +17,6 @@ constexpr int k_max_group = 16;
 template <typename KV>
 __global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(DecodeAttnArgs a, int max_chunk) {
     extern __shared__ float smem[];
-    pdl_trigger();
-    pdl_wait();
     const int kvh = blockIdx.x, split = blockIdx.y;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
     const int len = *a.d_pos + 1;
@@ -91,8 +89,6 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(Decod
 }
 
 __global__ void decode_attn_merge_kernel(DecodeAttnArgs a) {
-    pdl_trigger();
-    pdl_wait();
     const int h = blockIdx.x, hd = a.head_dim, group = a.n_heads / a.n_kv_heads;
     const int kvh = h / group, g = h % group;
     const float* base = a.partial + size_t(kvh) * a.n_splits * group * (hd + 2) + size_t(g) * (hd + 2);
@@ -167,9 +163,11 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = decode_attn_split_kernel<KV>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch_pdl(k, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits)), dim3(k_attn_threads), smem, s, a, max_chunk);
+        k<<<dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits)), k_attn_threads, smem, s>>>(a, max_chunk);
     });
-    launch_pdl(decode_attn_merge_kernel, dim3(unsigned(a.n_heads)), dim3(128), 0, s, a);
+    TT_CUDA_LAUNCH_CHECK();
+    decode_attn_merge_kernel<<<a.n_heads, 128, 0, s>>>(a);
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,

@@ -51,22 +51,6 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
-// Programmatic dependent launch (Hopper): a kernel launched with launch_pdl() may start while its
-// predecessor in the stream still runs. It must call pdl_wait() before touching anything the
-// predecessor writes; work before that (loading weights) overlaps the predecessor's tail.
-// pdl_trigger() lets the successor be scheduled early. Both are no-ops before sm_90 and when the
-// kernel was launched without the attribute.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" :::);
-#endif
-}
-
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
 __device__ __forceinline__ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));

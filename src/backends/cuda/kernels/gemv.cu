@@ -1,18 +1,17 @@
 // Decode GEMV: y = W x for one token, the step that bounds batch-1 decoding. Each warp owns one
-// output row and streams it with 16-byte loads, eight in flight per lane. The first loads are
-// issued before the kernel waits for its predecessor (programmatic dependent launch), so the
-// weight stream starts while the previous kernel drains; x (f32) then goes to shared memory,
-// RMS-normalized on the way in when the pre-norm is fused. One launch can cover several matrices
-// that share x (q, k and v), so small projections still fill the GPU.
+// output row and streams it with 16-byte loads, several in flight per lane; x (f32) sits in shared
+// memory, RMS-normalized on the way in when the pre-norm is fused. One launch can cover several
+// matrices that share x (q, k and v), so small projections still fill the GPU.
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+
+#include <cstdlib>
 
 namespace tt::cuda {
 
 namespace {
 
-constexpr int k_warps = 8;   // rows per block
-constexpr int k_unroll = 8;  // 16-byte loads in flight per lane
+constexpr int k_warps = 8;  // rows per block
 
 // Loads x into shared memory as f32, optionally RMS-normalized with norm_w (+ offset).
 template <typename W>
@@ -41,91 +40,70 @@ __device__ __forceinline__ float dot16(const int4& v, const float* xs) {
     return acc;
 }
 
-// One row's stream, per lane: vectors lane, lane + 32, ... of the row (16 bytes each).
-template <typename W>
-struct RowStream {
-    const int4* w4;
-    int n;       // vectors of this lane
-    int4 pre[k_unroll];
-
-    __device__ void start(const W* row, int cols) {
+// Dot products of R weight rows (gate and up: R = 2) with s_x, by one warp, UNROLL 16-byte loads
+// per row in flight per lane; the loads of all rows are issued before any is used.
+template <typename W, bool VECTOR, int UNROLL, int R>
+__device__ void rows_dot(const W* const (&w)[R], const float* s_x, int cols, float (&out)[R]) {
+    const int lane = threadIdx.x & 31;
+    float acc[R] = {};
+    if constexpr (VECTOR) {
         constexpr int vec = 16 / sizeof(W);
-        const int lane = threadIdx.x & 31;
-        w4 = reinterpret_cast<const int4*>(row) + lane;
         const int n4 = cols / vec;
-        n = n4 > lane ? (n4 - lane + 31) / 32 : 0;
+        int i = lane;
+        for (; i + 32 * (UNROLL - 1) < n4; i += 32 * UNROLL) {
+            int4 v[R][UNROLL];
 #pragma unroll
-        for (int u = 0; u < k_unroll; ++u)
-            if (u < n) pre[u] = __ldg(w4 + 32 * u);
-    }
-    __device__ float finish(const float* s_x) const {
-        constexpr int vec = 16 / sizeof(W);
-        const int lane = threadIdx.x & 31;
-        float acc = 0;
+            for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int u = 0; u < k_unroll; ++u)
-            if (u < n) acc += dot16<W>(pre[u], s_x + (lane + 32 * u) * vec);
-        for (int j = k_unroll; j < n; j += k_unroll) {
-            int4 v[k_unroll];
+                for (int u = 0; u < UNROLL; ++u) v[r][u] = __ldg(reinterpret_cast<const int4*>(w[r]) + i + 32 * u);
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u)
-                if (j + u < n) v[u] = __ldg(w4 + 32 * (j + u));
+            for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u)
-                if (j + u < n) acc += dot16<W>(v[u], s_x + (lane + 32 * (j + u)) * vec);
+                for (int u = 0; u < UNROLL; ++u) acc[r] += dot16<W>(v[r][u], s_x + (i + 32 * u) * vec);
         }
-        return warp_sum(acc);
+        for (; i < n4; i += 32)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] += dot16<W>(__ldg(reinterpret_cast<const int4*>(w[r]) + i), s_x + i * vec);
+    } else {
+        for (int c = lane; c < cols; c += 32)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] += to_float(w[r][c]) * s_x[c];
     }
-};
-
-// Scalar path for rows that are not 16-byte aligned (odd test shapes).
-template <typename W>
-__device__ float row_dot_scalar(const W* w, const float* s_x, int cols) {
-    float acc = 0;
-    for (int c = threadIdx.x & 31; c < cols; c += 32) acc += to_float(w[c]) * s_x[c];
-    return warp_sum(acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r) out[r] = warp_sum(acc[r]);
 }
 
-template <typename W, bool VECTOR>
+template <typename W, bool VECTOR, int UNROLL>
 __global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a) {
     extern __shared__ float s_x[];
-    pdl_trigger();
+    load_x(s_x, a.x, a.cols, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps);
     int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
     int seg = 0;
     while (seg < a.n_seg && r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
-    const bool active = seg < a.n_seg;
-    const W* row = active ? static_cast<const W*>(a.seg[seg].w) + size_t(r) * a.cols : nullptr;
-    RowStream<W> rs;
-    if (VECTOR && active) rs.start(row, a.cols);  // weights do not depend on the predecessor
-    pdl_wait();
-    load_x(s_x, a.x, a.cols, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps);
-    if (!active) return;
-    const float dot = VECTOR ? rs.finish(s_x) : row_dot_scalar(row, s_x, a.cols);
+    if (seg >= a.n_seg) return;
+    const GemvSegment& sg = a.seg[seg];
+    const W* rows[1] = {static_cast<const W*>(sg.w) + size_t(r) * a.cols};
+    float dots[1];
+    rows_dot<W, VECTOR, UNROLL, 1>(rows, s_x, a.cols, dots);
+    const float dot = dots[0];
     if ((threadIdx.x & 31) == 0) {
-        const GemvSegment& sg = a.seg[seg];
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot + b;
     }
 }
 
-template <typename W, bool VECTOR>
+template <typename W, bool VECTOR, int UNROLL>
 __global__ void __launch_bounds__(k_warps * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
                       const W* norm_w, float offset, float eps, GateAct act, float* y) {
     extern __shared__ float s_x[];
-    pdl_trigger();
-    const int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
-    const bool active = r < rows;
-    RowStream<W> sg, su;
-    if (VECTOR && active) {
-        sg.start(wg + size_t(r) * cols, cols);
-        su.start(wu + size_t(r) * cols, cols);
-    }
-    pdl_wait();
     load_x(s_x, x, cols, norm_w, offset, eps);
-    if (!active) return;
-    float g = VECTOR ? sg.finish(s_x) : row_dot_scalar(wg + size_t(r) * cols, s_x, cols);
-    float u = VECTOR ? su.finish(s_x) : row_dot_scalar(wu + size_t(r) * cols, s_x, cols);
+    const int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const W* wrows[2] = {wg + size_t(r) * cols, wu + size_t(r) * cols};
+    float gu[2];
+    rows_dot<W, VECTOR, UNROLL, 2>(wrows, s_x, cols, gu);
+    float g = gu[0], u = gu[1];
     if ((threadIdx.x & 31) == 0) {
         if (bg) g += to_float(bg[r]);
         if (bu) u += to_float(bu[r]);
@@ -147,6 +125,16 @@ void set_smem(K kernel, size_t smem) {
     if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
 }
 
+// 16-byte loads in flight per lane and row: TT_GEMV_UNROLL (4 or 8), default 4. A tuning knob
+// for the H200 A/B in docs/BENCHMARKS.md.
+int gemv_unroll() {
+    static const int u = [] {
+        const char* e = std::getenv("TT_GEMV_UNROLL");
+        return e && std::atoi(e) == 8 ? 8 : 4;
+    }();
+    return u;
+}
+
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t s) {
@@ -156,10 +144,11 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
     const size_t smem = size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
-        auto k = vec ? gemv_kernel<W, true> : gemv_kernel<W, false>;
+        auto k = !vec ? gemv_kernel<W, false, 4> : gemv_unroll() == 8 ? gemv_kernel<W, true, 8> : gemv_kernel<W, true, 4>;
         set_smem(k, smem);
-        launch_pdl(k, grid, dim3(k_warps * 32), smem, s, a);
+        k<<<grid, k_warps * 32, smem, s>>>(a);
     });
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
@@ -167,12 +156,15 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
     const dim3 grid(unsigned((rows + k_warps - 1) / k_warps));
     const size_t smem = size_t(cols) * sizeof(float);
     TT_DISPATCH_FLOAT(wdt, W, {
-        auto k = vectorizable(cols, sizeof(W), {wg, wu}) ? gemv_gated_kernel<W, true> : gemv_gated_kernel<W, false>;
+        const W *g = static_cast<const W*>(wg), *u = static_cast<const W*>(wu);
+        const W *b1 = static_cast<const W*>(bg), *b2 = static_cast<const W*>(bu), *nw = static_cast<const W*>(norm_w);
+        const bool vec = vectorizable(cols, sizeof(W), {wg, wu});
+        auto k = !vec ? gemv_gated_kernel<W, false, 4>
+                      : gemv_unroll() == 8 ? gemv_gated_kernel<W, true, 8> : gemv_gated_kernel<W, true, 4>;
         set_smem(k, smem);
-        launch_pdl(k, grid, dim3(k_warps * 32), smem, s, static_cast<const W*>(wg), static_cast<const W*>(wu),
-                   static_cast<const W*>(bg), static_cast<const W*>(bu), rows, cols, x, static_cast<const W*>(norm_w),
-                   offset, eps, act, y);
+        k<<<grid, k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y);
     });
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace tt::cuda

@@ -10,8 +10,6 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add
                                         float eps, int hidden, O* out) {
     extern __shared__ float row[];  // [hidden]
     __shared__ float scratch[32];
-    pdl_trigger();
-    pdl_wait();
     const size_t base = size_t(blockIdx.x) * hidden;
     if (add && add_norm_w) {
         // Gemma's post-norm: normalize the block output before it joins the residual.
@@ -44,9 +42,10 @@ void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const 
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O, {
         auto k = residual_rmsnorm_kernel<W, O>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch_pdl(k, dim3(unsigned(n)), dim3(256), smem, s, x, add, static_cast<const W*>(add_norm_w),
-                   static_cast<const W*>(w), offset, eps, hidden, static_cast<O*>(out));
+        k<<<n, 256, smem, s>>>(x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
+                               static_cast<O*>(out));
     }));
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace tt::cuda

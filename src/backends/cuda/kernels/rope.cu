@@ -10,8 +10,6 @@ template <typename W, typename KV, typename QO>
 __global__ void rope_qkv_kernel(RopeArgs a) {
     extern __shared__ float hv[];  // [head_dim]
     __shared__ float scratch[32];
-    pdl_trigger();
-    pdl_wait();
     const int t = blockIdx.x, hh = blockIdx.y;
     const bool is_q = hh < a.n_heads;
     const int head = is_q ? hh : hh - a.n_heads;
@@ -67,7 +65,8 @@ void rope_qkv(const RopeArgs& a, cudaStream_t s) {
     const size_t smem = size_t(a.head_dim) * sizeof(float);
     const DType qdt = a.q_out ? a.q_out_dt : DType::f32;
     TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, TT_DISPATCH_FLOAT(qdt, QO,
-        launch_pdl(rope_qkv_kernel<W, KV, QO>, grid, dim3(128), smem, s, a))));
+        rope_qkv_kernel<W, KV, QO><<<grid, 128, smem, s>>>(a))));
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace tt::cuda

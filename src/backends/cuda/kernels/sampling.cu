@@ -7,8 +7,6 @@ namespace tt::cuda {
 __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
     __shared__ float s_v[32];
     __shared__ int s_i[32];
-    pdl_trigger();
-    pdl_wait();
     float best = -INFINITY;
     int idx = 0x7fffffff;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -50,7 +48,8 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
 }
 
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s) {
-    launch_pdl(argmax_kernel, dim3(1), dim3(1024), 0, s, x, n, out);
+    argmax_kernel<<<1, 1024, 0, s>>>(x, n, out);
+    TT_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace tt::cuda
