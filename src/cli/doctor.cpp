@@ -178,9 +178,10 @@ std::optional<tt::GpuCeilings> check_gpu(tt::DoctorReport& rep, const tt::cuda::
 std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, std::string& no_gpu) {
     std::vector<tt::GpuCeilings> out;
 #ifdef THINTENSOR_HAVE_CUDA
+    const std::string drv = tt::cuda::driver_version();
     rep.add("gpu", "cuda backend",
-            fmt::format("built in: CUDA runtime {}, the driver supports CUDA {}", tt::cuda::runtime_version(),
-                        tt::cuda::driver_version()),
+            fmt::format("built in: CUDA runtime {}, {}", tt::cuda::runtime_version(),
+                        drv == "none" ? "no CUDA driver" : "the driver supports CUDA " + drv),
             CheckStatus::ok, {{"built", true}, {"runtime", tt::cuda::runtime_version()}, {"driver", tt::cuda::driver_version()}});
     std::string why;
     const auto devices = tt::cuda::list_devices(&why);
@@ -192,7 +193,7 @@ std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, st
     if (devices.empty()) {
         no_gpu = why.empty() ? "no CUDA device found" : why;
         // The runtime's words for "no libcuda.so.1" are about versions; say what is actually absent.
-        if (tt::cuda::driver_version() == "none" && !ns.available) no_gpu = "no NVIDIA driver found (CUDA runtime: " + no_gpu + ")";
+        if (drv == "none" && !ns.available) no_gpu = "no NVIDIA driver found (CUDA runtime: " + no_gpu + ")";
         rep.add("gpu", "device", "no CUDA GPU: " + no_gpu, CheckStatus::missing);
         return out;
     }

@@ -367,9 +367,9 @@ std::string find_executable(const std::string& name) {
     std::string_view rest = path ? path : "/usr/bin:/bin";
     while (true) {
         const size_t colon = rest.find(':');
-        std::string d(rest.substr(0, colon));
-        if (d.empty()) d = ".";
-        const std::string cand = d + "/" + name;
+        // note: fs::path rather than string concatenation, which trips GCC 12's -Wrestrict at -O3.
+        const std::string_view d = rest.substr(0, colon);
+        const std::string cand = (fs::path(d.empty() ? std::string_view(".") : d) / name).string();
         if (::access(cand.c_str(), X_OK) == 0 && !fs::is_directory(cand)) return cand;
         if (colon == std::string_view::npos) break;
         rest.remove_prefix(colon + 1);

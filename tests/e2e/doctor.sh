@@ -6,7 +6,7 @@
 # pinned-memory limit, and a scripted python3 for the torch / transformers probe.
 set -euo pipefail
 TT="$THINTENSOR"
-PY=/usr/bin/python3
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export THINTENSOR_HOME="$work/home"
 pass=0
