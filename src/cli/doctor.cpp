@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -164,8 +165,11 @@ std::optional<tt::GpuCeilings> check_gpu(tt::DoctorReport& rep, const tt::cuda::
                 {{"tflops", g.gemm_bf16_tflops}});
 
     tt::log::info("doctor: self-test of cuBLAS and every kernel on cuda:{}", d.index);
+    const auto t0 = std::chrono::steady_clock::now();
     add_kernel_rows(rep, tt::cuda::self_test_cublas(d.index), tag);
     add_kernel_rows(rep, tt::cuda::self_test_kernels(d.index), tag);
+    tt::log::info("doctor: self-test took {:.0f} ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 
     if (g.h2d_pinned_gbs < 0 || g.h2d_pageable_gbs < 0 || g.d2h_gbs < 0 || g.d2d_gbs < 0 || g.gemm_bf16_tflops < 0)
         return std::nullopt;
@@ -264,8 +268,7 @@ int run(const Opts& o) {
         j["strict"] = o.strict;
         j["gpu_available"] = no_gpu.empty();
         j["no_gpu_reason"] = no_gpu;
-        j["gpus"] = json::array();
-        tt::DoctorRecord measured_now;
+        tt::DoctorRecord measured_now;  // the same per-GPU objects as doctor.json
         measured_now.gpus = gpus;
         j["gpus"] = tt::doctor_record_to_json(measured_now)["gpus"];
         j["record_path"] = record_path;
