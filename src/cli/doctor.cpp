@@ -1,0 +1,308 @@
+// thintensor doctor [--strict] [--json]: what this machine offers for inference. GPU items (device,
+// driver, PCIe link through NVML, measured copy bandwidths and GEMM rate, cuBLAS check, a self-test
+// of every kernel against the CPU) when the CUDA backend is built and a GPU is present; CPU-side
+// items always (pinned-memory limit, model cache disk and read speed, python3 with torch +
+// transformers). The measured ceilings are stored in $THINTENSOR_HOME/doctor.json for the planner.
+// Without a GPU it says so and exits 0; --strict exits 1 when any item failed or is missing.
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "runtime/doctor.h"
+#include "runtime/model_source.h"
+
+#ifdef THINTENSOR_HAVE_CUDA
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/measure.h"
+#include "backends/cuda/nvml.h"
+#include "backends/cuda/self_test.h"
+#endif
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace {
+
+using tt::CheckStatus;
+using json = nlohmann::json;
+
+struct Opts {
+    bool strict = false;
+    bool json = false;
+    int device = -1;  // -1: every device
+    uint64_t cache_test_mib = 256;
+    double python_timeout_s = 120;
+    std::string python;
+    bool no_record = false;
+};
+
+#ifdef THINTENSOR_HAVE_CUDA
+
+std::string fmt_err(double e) { return std::isfinite(e) ? fmt::format("{:.1e}", e) : "non-finite"; }
+
+// One row per kernel family: "f32 3.1e-07, bf16 2.2e-03"; FAIL when any dtype failed.
+void add_kernel_rows(tt::DoctorReport& rep, const std::vector<tt::cuda::KernelCheck>& checks, const std::string& prefix) {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const tt::cuda::KernelCheck*>> by_kernel;
+    for (const auto& c : checks) {
+        if (!by_kernel.count(c.kernel)) order.push_back(c.kernel);
+        by_kernel[c.kernel].push_back(&c);
+    }
+    for (const auto& k : order) {
+        std::string value;
+        bool passed = true;
+        json data = json::array();
+        for (const auto* c : by_kernel[k]) {
+            passed = passed && c->passed;
+            if (!value.empty()) value += ", ";
+            value += fmt::format("{} {}", c->dtype, c->error.empty() ? fmt_err(c->rel_err) : "error");
+            if (!c->passed && c->error.empty()) value += fmt::format(" > tol {:.0e}", c->tolerance);
+            if (!c->error.empty()) value += fmt::format(" ({})", c->error);
+            data.push_back({{"dtype", c->dtype},
+                            {"rel_err", std::isfinite(c->rel_err) ? json(c->rel_err) : json(nullptr)},
+                            {"tolerance", c->tolerance},
+                            {"passed", c->passed},
+                            {"error", c->error}});
+        }
+        rep.add("kernels", prefix + k, "rel err " + value, passed ? CheckStatus::ok : CheckStatus::fail,
+                {{"cases", data}});
+    }
+}
+
+// Runs one measurement; a thrown error (out of memory, a CUDA failure) becomes a FAIL row.
+template <typename F>
+double measured(tt::DoctorReport& rep, const std::string& group, const std::string& name, F&& fn) {
+    try {
+        return fn();
+    } catch (const tt::Error& e) {
+        rep.add(group, name, e.what(), CheckStatus::fail);
+        return -1;
+    }
+}
+
+// The GPU items of one device; returns its ceilings when every measurement succeeded.
+std::optional<tt::GpuCeilings> check_gpu(tt::DoctorReport& rep, const tt::cuda::DeviceInfo& d, int n_devices) {
+    const std::string tag = n_devices > 1 ? fmt::format("[{}] ", d.index) : "";
+    rep.add("gpu", tag + "device",
+            fmt::format("{} (cuda:{}): compute capability {}.{}, {} SMs, {} ({} free)", d.name, d.index, d.cc_major,
+                        d.cc_minor, d.multiprocessors, tt::format_bytes(double(d.total_memory)),
+                        tt::format_bytes(double(d.free_memory))),
+            CheckStatus::ok,
+            {{"index", d.index}, {"name", d.name}, {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+             {"multiprocessors", d.multiprocessors}, {"total_bytes", d.total_memory}, {"free_bytes", d.free_memory}});
+
+    const tt::cuda::NvmlDevice nv = tt::cuda::nvml_device(d.index);
+    double link_gbs = 0;
+    if (!nv.found) {
+        rep.add("gpu", tag + "pcie link", nv.why, CheckStatus::missing, {{"pci_bus_id", nv.pci_bus_id}});
+    } else {
+        link_gbs = tt::pcie_link_gbs(nv.pcie_gen_max, nv.pcie_width_max);
+        // note: an idle GPU drops its link to a lower generation to save power; only a narrower
+        // link than the slot allows is a fault.
+        const bool narrow = nv.pcie_width > 0 && nv.pcie_width_max > 0 && nv.pcie_width < nv.pcie_width_max;
+        rep.add("gpu", tag + "pcie link",
+                fmt::format("{}: gen {} x{} now, up to gen {} x{} ({:.1f} GB/s per direction){}", nv.pci_bus_id,
+                            nv.pcie_gen, nv.pcie_width, nv.pcie_gen_max, nv.pcie_width_max, link_gbs,
+                            narrow ? "; link narrower than the slot allows" : ""),
+                narrow ? CheckStatus::warn : (nv.pcie_gen_max > 0 ? CheckStatus::ok : CheckStatus::missing),
+                {{"pci_bus_id", nv.pci_bus_id}, {"gen", nv.pcie_gen}, {"width", nv.pcie_width},
+                 {"gen_max", nv.pcie_gen_max}, {"width_max", nv.pcie_width_max}, {"link_gbs", link_gbs}});
+        std::string state = fmt::format("max SM clock {} MHz, memory clock {} MHz", nv.sm_clock_max_mhz,
+                                        nv.mem_clock_max_mhz);
+        if (nv.power_w >= 0) state += fmt::format(", {:.0f} W of {:.0f} W", nv.power_w, nv.power_limit_w);
+        if (nv.temperature_c >= 0) state += fmt::format(", {} C", nv.temperature_c);
+        if (nv.ecc_enabled >= 0) state += nv.ecc_enabled ? ", ECC on" : ", ECC off";
+        rep.add("gpu", tag + "state", state, CheckStatus::ok,
+                {{"uuid", nv.uuid}, {"sm_clock_max_mhz", nv.sm_clock_max_mhz},
+                 {"mem_clock_max_mhz", nv.mem_clock_max_mhz}, {"power_w", nv.power_w},
+                 {"power_limit_w", nv.power_limit_w}, {"temperature_c", nv.temperature_c},
+                 {"ecc_enabled", nv.ecc_enabled}});
+    }
+
+    tt::GpuCeilings g;
+    g.device = d.index;
+    g.name = d.name;
+    g.pci_bus_id = nv.pci_bus_id;
+    tt::log::info("doctor: measuring copy bandwidths and the GEMM rate of cuda:{}", d.index);
+    g.h2d_pinned_gbs = measured(rep, "bandwidth", tag + "h2d pinned", [&] { return tt::cuda::measure_h2d_gbs(d.index, true); });
+    g.h2d_pageable_gbs = measured(rep, "bandwidth", tag + "h2d pageable", [&] { return tt::cuda::measure_h2d_gbs(d.index, false); });
+    g.d2h_gbs = measured(rep, "bandwidth", tag + "d2h pinned", [&] { return tt::cuda::measure_d2h_gbs(d.index); });
+    g.d2d_gbs = measured(rep, "bandwidth", tag + "d2d", [&] { return tt::cuda::measure_d2d_gbs(d.index); });
+    g.gemm_bf16_tflops = measured(rep, "bandwidth", tag + "gemm bf16", [&] { return tt::cuda::measure_gemm_tflops(d.index); });
+
+    // Host<->device copies from pinned memory should reach most of the link; under half of it means
+    // a throttled, shared or mis-slotted link (or a virtualized one).
+    auto link_row = [&](const std::string& name, double gbs, const char* what) {
+        if (gbs < 0) return;
+        const double frac = link_gbs > 0 ? gbs / link_gbs : 0;
+        const bool slow = link_gbs > 0 && frac < 0.5;
+        rep.add("bandwidth", tag + name,
+                link_gbs > 0 ? fmt::format("{:.1f} GB/s {} ({:.0f}% of the PCIe link){}", gbs, what, 100 * frac,
+                                           slow ? "; under half the link" : "")
+                             : fmt::format("{:.1f} GB/s {}", gbs, what),
+                slow ? CheckStatus::warn : CheckStatus::ok, {{"gbs", gbs}, {"link_fraction", frac}});
+    };
+    link_row("h2d pinned", g.h2d_pinned_gbs, "host to device, page-locked");
+    if (g.h2d_pageable_gbs >= 0)
+        rep.add("bandwidth", tag + "h2d pageable",
+                fmt::format("{:.1f} GB/s host to device, pageable{}", g.h2d_pageable_gbs,
+                            g.h2d_pinned_gbs > 0 ? fmt::format(" ({:.0f}% of pinned)", 100 * g.h2d_pageable_gbs / g.h2d_pinned_gbs) : ""),
+                CheckStatus::ok, {{"gbs", g.h2d_pageable_gbs}});
+    link_row("d2h pinned", g.d2h_gbs, "device to host, page-locked");
+    if (g.d2d_gbs >= 0)
+        rep.add("bandwidth", tag + "d2d", fmt::format("{:.0f} GB/s device to device (bytes read + written)", g.d2d_gbs),
+                CheckStatus::ok, {{"gbs", g.d2d_gbs}});
+    if (g.gemm_bf16_tflops >= 0)
+        rep.add("bandwidth", tag + "gemm bf16",
+                fmt::format("{:.0f} TFLOP/s cuBLAS bf16 GEMM 8192^3, f32 accumulate", g.gemm_bf16_tflops), CheckStatus::ok,
+                {{"tflops", g.gemm_bf16_tflops}});
+
+    tt::log::info("doctor: self-test of cuBLAS and every kernel on cuda:{}", d.index);
+    const auto t0 = std::chrono::steady_clock::now();
+    add_kernel_rows(rep, tt::cuda::self_test_cublas(d.index), tag);
+    add_kernel_rows(rep, tt::cuda::self_test_kernels(d.index), tag);
+    tt::log::info("doctor: self-test took {:.0f} ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+
+    if (g.h2d_pinned_gbs < 0 || g.h2d_pageable_gbs < 0 || g.d2h_gbs < 0 || g.d2d_gbs < 0 || g.gemm_bf16_tflops < 0)
+        return std::nullopt;
+    return g;
+}
+
+#endif  // THINTENSOR_HAVE_CUDA
+
+// The GPU items; returns the ceilings measured. `no_gpu` is set to the reason there is none.
+std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, std::string& no_gpu) {
+    std::vector<tt::GpuCeilings> out;
+#ifdef THINTENSOR_HAVE_CUDA
+    const std::string drv = tt::cuda::driver_version();
+    rep.add("gpu", "cuda backend",
+            fmt::format("built in: CUDA runtime {}, {}", tt::cuda::runtime_version(),
+                        drv == "none" ? "no CUDA driver" : "the driver supports CUDA " + drv),
+            CheckStatus::ok, {{"built", true}, {"runtime", tt::cuda::runtime_version()}, {"driver", tt::cuda::driver_version()}});
+    std::string why;
+    const auto devices = tt::cuda::list_devices(&why);
+    const tt::cuda::NvmlSystem ns = tt::cuda::nvml_system();
+    rep.add("gpu", "driver",
+            ns.available ? fmt::format("NVIDIA driver {} (NVML {})", ns.driver_version, ns.nvml_version) : ns.why,
+            ns.available ? CheckStatus::ok : CheckStatus::missing,
+            {{"nvml", ns.available}, {"driver_version", ns.driver_version}, {"nvml_version", ns.nvml_version}});
+    if (devices.empty()) {
+        no_gpu = why.empty() ? "no CUDA device found" : why;
+        // The runtime's words for "no libcuda.so.1" are about versions; say what is actually absent.
+        if (drv == "none" && !ns.available) no_gpu = "no NVIDIA driver found (CUDA runtime: " + no_gpu + ")";
+        rep.add("gpu", "device", "no CUDA GPU: " + no_gpu, CheckStatus::missing);
+        return out;
+    }
+    if (o.device >= int(devices.size()))
+        tt::fail("--device {}: there are {} CUDA device(s) (0..{})", o.device, devices.size(), devices.size() - 1);
+    for (const auto& d : devices) {
+        if (o.device >= 0 && d.index != o.device) continue;
+        if (auto g = check_gpu(rep, d, int(devices.size()))) out.push_back(*g);
+    }
+#else
+    (void)o;
+    no_gpu = "this build has no CUDA backend";
+    rep.add("gpu", "cuda backend", "this build has no CUDA backend (nvcc was not found when it was configured)",
+            CheckStatus::missing, {{"built", false}});
+    rep.add("gpu", "device", "no CUDA GPU: " + no_gpu, CheckStatus::missing);
+#endif
+    return out;
+}
+
+int run(const Opts& o) {
+    tt::DoctorReport rep;
+    std::string no_gpu;
+    const std::vector<tt::GpuCeilings> gpus = check_gpus(rep, o, no_gpu);
+
+    rep.items.push_back(tt::check_host());
+    rep.items.push_back(tt::check_memlock());
+    const std::string home = tt::thintensor_home();
+    tt::log::info("doctor: disk read test in {}", home);
+    for (auto& it : tt::check_model_cache(home, o.cache_test_mib << 20)) {
+        if (o.cache_test_mib == 0 && it.name == "read speed") {
+            it.status = CheckStatus::warn;  // skipped on request: not a fault
+            it.value = "skipped (--cache-test-mib 0)";
+        }
+        rep.items.push_back(std::move(it));
+    }
+    const std::string python = o.python.empty() ? tt::default_python() : o.python;
+    tt::log::info("doctor: asking {} for torch and transformers", python);
+    rep.items.push_back(tt::check_python(python, o.python_timeout_s));
+
+    // The record: only measured ceilings are stored, so an older record survives a GPU-less run.
+    const std::string record_path = tt::doctor_record_path();
+    bool written = false;
+    if (gpus.empty()) {
+        rep.add("record", "doctor.json", fmt::format("not written: no GPU was measured ({} kept as it is)", record_path),
+                CheckStatus::warn, {{"path", record_path}, {"written", false}});
+    } else if (o.no_record) {
+        rep.add("record", "doctor.json", "not written (--no-record)", CheckStatus::ok,
+                {{"path", record_path}, {"written", false}});
+    } else {
+        tt::DoctorRecord r;
+        r.date = tt::utc_now_iso8601();
+        char host[256] = {};
+        if (gethostname(host, sizeof host - 1) == 0) r.hostname = host;
+        r.thintensor_version = THINTENSOR_VERSION;
+        r.gpus = gpus;
+        try {
+            tt::save_doctor_record(r, record_path);
+            written = true;
+            rep.add("record", "doctor.json", fmt::format("measured ceilings written to {}", record_path), CheckStatus::ok,
+                    {{"path", record_path}, {"written", true}});
+        } catch (const tt::Error& e) {
+            rep.add("record", "doctor.json", e.what(), CheckStatus::fail, {{"path", record_path}, {"written", false}});
+        }
+    }
+
+    if (o.json) {
+        json j = rep.to_json();
+        j["strict"] = o.strict;
+        j["gpu_available"] = no_gpu.empty();
+        j["no_gpu_reason"] = no_gpu;
+        tt::DoctorRecord measured_now;  // the same per-GPU objects as doctor.json
+        measured_now.gpus = gpus;
+        j["gpus"] = tt::doctor_record_to_json(measured_now)["gpus"];
+        j["record_path"] = record_path;
+        j["record_written"] = written;
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("{}", rep.table());
+        if (!no_gpu.empty()) fmt::print("no CUDA GPU: {}\n", no_gpu);
+    }
+    if (o.strict && !rep.strict_ok()) {
+        std::fflush(stdout);
+        fmt::print(stderr, "thintensor: doctor --strict: {} item(s) failed, {} missing\n", rep.count(CheckStatus::fail),
+                   rep.count(CheckStatus::missing));
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+static tt::cli::Registration reg(
+    "doctor", "Check the GPU, driver, bandwidths, kernels, disk and python; record the measured ceilings", 90,
+    [](CLI::App& sub) -> tt::cli::RunFn {
+        auto o = std::make_shared<Opts>();
+        sub.add_flag("--strict", o->strict, "Exit 1 when any item failed or is missing (no GPU included)");
+        sub.add_flag("--json", o->json, "Print the report as JSON on stdout");
+        sub.add_option("--device", o->device, "Check only this CUDA device (default: all)")->check(CLI::NonNegativeNumber);
+        sub.add_option("--cache-test-mib", o->cache_test_mib, "Size of the model-cache read test in MiB (0 skips it)")
+            ->capture_default_str()
+            ->check(CLI::Range(uint64_t(0), uint64_t(1) << 20));
+        sub.add_option("--python", o->python, "Python interpreter to probe (default: $THINTENSOR_PYTHON or python3)");
+        sub.add_option("--python-timeout", o->python_timeout_s, "Seconds to wait for the python probe")
+            ->capture_default_str()
+            ->check(CLI::PositiveNumber);
+        sub.add_flag("--no-record", o->no_record, "Do not write the measured ceilings to $THINTENSOR_HOME/doctor.json");
+        return [o]() -> int { return run(*o); };
+    });

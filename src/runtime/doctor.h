@@ -1,0 +1,106 @@
+// `thintensor doctor`: the report of what this machine can do for inference, and the record of the
+// GPU's measured ceilings that the planner and the benchmarks read back. This layer holds the
+// CPU-side checks (pinned-memory limit, model cache disk, python3 with torch + transformers) and the
+// report itself; the GPU items are measured in src/backends/cuda and added by the CLI, so that this
+// file compiles without the CUDA toolkit.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tt {
+
+// ok and warn pass `--strict`; fail (checked and wrong) and missing (could not be checked, or the
+// thing is absent) do not.
+enum class CheckStatus { ok, warn, fail, missing };
+std::string_view check_status_name(CheckStatus s);  // "ok", "warn", "FAIL", "missing"
+
+struct CheckItem {
+    std::string group;   // section of the table: "gpu", "bandwidth", "kernels", "host", "cache", "python"
+    std::string name;    // what was checked, e.g. "h2d pinned"
+    std::string value;   // human-readable result or reason
+    CheckStatus status = CheckStatus::ok;
+    nlohmann::json data = nlohmann::json::object();  // the same result as numbers, for --json
+};
+
+struct DoctorReport {
+    std::vector<CheckItem> items;
+
+    CheckItem& add(std::string group, std::string name, std::string value, CheckStatus status,
+                   nlohmann::json data = nlohmann::json::object());
+    int count(CheckStatus s) const;
+    // No item failed or is missing: what `--strict` requires.
+    bool strict_ok() const { return count(CheckStatus::fail) == 0 && count(CheckStatus::missing) == 0; }
+    // A fixed-width table: group, item, status, value.
+    std::string table() const;
+    nlohmann::json to_json() const;
+};
+
+// ---- CPU-side checks ----
+
+// CPU model, cores and RAM (informational).
+CheckItem check_host();
+
+// RLIMIT_MEMLOCK (how much memory this process may lock): ok when unlimited or at least half the
+// machine's RAM, warn otherwise (mlock of streamed weights would be capped).
+CheckItem check_memlock();
+
+// The model cache directory `dir` (created when missing): free disk (statvfs) and the cold read
+// speed of a `test_bytes` file written there, fsync'ed and dropped from the page cache, read back
+// timed and deleted. Returns two items: "free disk" and "read speed".
+std::vector<CheckItem> check_model_cache(const std::string& dir, uint64_t test_bytes = uint64_t(256) << 20);
+
+// Runs `python -c ...` (python = $THINTENSOR_PYTHON or "python3" from PATH) with a timeout and
+// reports the torch and transformers versions and whether torch sees CUDA; missing with the
+// reason (not found, import error, timeout) otherwise. `validate --hf-model` needs this.
+CheckItem check_python(const std::string& python, double timeout_s = 120.0);
+std::string default_python();
+
+// Theoretical bandwidth of a PCIe link in one direction, GB/s after line encoding (8b/10b up to
+// gen 2, 128b/130b from gen 3, FLIT from gen 6): gen 5 x16 is 63.0. 0 when gen or width is unknown.
+double pcie_link_gbs(int gen, int width);
+
+// ---- the record of measured ceilings: $THINTENSOR_HOME/doctor.json ----
+
+struct GpuCeilings {
+    int device = 0;
+    std::string name;              // "NVIDIA H200"
+    std::string pci_bus_id;        // "0000:19:00.0"; empty when unknown
+    double d2d_gbs = 0;            // device-to-device copy, bytes read + written per second / 1e9
+    double h2d_pinned_gbs = 0;     // host-to-device from page-locked memory
+    double h2d_pageable_gbs = 0;   // host-to-device from ordinary (pageable) memory
+    double d2h_gbs = 0;            // device-to-host into page-locked memory
+    double gemm_bf16_tflops = 0;   // cuBLAS bf16 GEMM 8192^3, f32 accumulate
+};
+
+struct DoctorRecord {
+    static constexpr int k_version = 1;
+    std::string date;              // UTC, ISO 8601: "2025-01-31T12:00:00Z"
+    std::string hostname;
+    std::string thintensor_version;
+    std::vector<GpuCeilings> gpus;  // one per CUDA device index measured
+
+    // The ceilings measured for CUDA device `device`, or null.
+    const GpuCeilings* gpu(int device) const;
+};
+
+// $THINTENSOR_HOME/doctor.json (see tt::thintensor_home()).
+std::string doctor_record_path();
+nlohmann::json doctor_record_to_json(const DoctorRecord& r);
+// Throws tt::Error naming `origin` and the field at fault on a malformed or other-version record.
+DoctorRecord doctor_record_from_json(const nlohmann::json& j, const std::string& origin);
+// Writes atomically (temp file + rename), creating the directory.
+void save_doctor_record(const DoctorRecord& r, const std::string& path);
+// For the planner and the benchmarks: nullopt when no record exists yet (or it is unreadable,
+// with a warning naming the file: it is a cache, `thintensor doctor` rewrites it).
+std::optional<DoctorRecord> load_doctor_record(const std::string& path);
+std::optional<DoctorRecord> load_doctor_record();
+
+// "2025-01-31T12:00:00Z" for now.
+std::string utc_now_iso8601();
+
+}  // namespace tt

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# `thintensor doctor` end to end. Without a GPU (CI): it says "no CUDA GPU: <reason>", still runs
+# the CPU-side items, exits 0, and exits 1 under --strict; no record is written. With a GPU: every
+# bandwidth and kernel item is ok and doctor.json holds the figures the report printed. In both
+# cases the JSON is checked against independent readings: df for the free disk, `ulimit -l` for the
+# pinned-memory limit, and a scripted python3 for the torch / transformers probe.
+set -euo pipefail
+TT="$THINTENSOR"
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export THINTENSOR_HOME="$work/home"
+pass=0
+ok() { pass=$((pass + 1)); }
+die() { echo "FAIL: $*"; exit 1; }
+
+cat >"$work/python3" <<'EOF'
+#!/bin/sh
+echo 'THINTENSOR_DOCTOR {"python": "3.11.9", "torch": "2.5.1", "torch_cuda": null, "cuda_available": false, "transformers": "4.46.3"}'
+EOF
+chmod +x "$work/python3"
+
+# ---- JSON report
+set +e
+"$TT" -q doctor --json --cache-test-mib 16 --python "$work/python3" >"$work/report.json" 2>"$work/err"
+rc=$?
+set -e
+gpu=$("$PY" -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["gpu_available"]))' "$work/report.json")
+avail=$(df -B1 --output=avail "$THINTENSOR_HOME" | tail -n 1 | tr -d ' ')
+size=$(df -B1 --output=size "$THINTENSOR_HOME" | tail -n 1 | tr -d ' ')
+memlock=$(ulimit -l)
+
+"$PY" - "$work/report.json" "$avail" "$size" "$memlock" "$THINTENSOR_HOME" "$gpu" <<'EOF' || die "JSON report"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+avail, size, memlock, home, gpu = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6] == "1"
+items = {(i["group"], i["name"]): i for i in rep["items"]}
+def item(group, name):
+    assert (group, name) in items, f"no item {group}/{name}: {sorted(items)}"
+    return items[(group, name)]
+for i in rep["items"]:
+    assert i["status"] in ("ok", "warn", "FAIL", "missing"), i
+# Free disk as df sees it (others may write in between: 2% of the disk of slack).
+disk = item("cache", "free disk")
+assert disk["data"]["dir"] == home, disk
+assert abs(disk["data"]["free_bytes"] - avail) <= 0.02 * size + (64 << 20), (disk, avail)
+assert disk["data"]["total_bytes"] == size, (disk, size)
+speed = item("cache", "read speed")
+assert speed["status"] in ("ok", "warn"), speed
+assert speed["data"]["test_bytes"] == 16 << 20 and speed["data"]["read_gbs"] > 0, speed
+# RLIMIT_MEMLOCK as the shell's ulimit -l (KiB) reports it.
+ml = item("host", "pinned-memory limit")["data"]
+if memlock == "unlimited":
+    assert ml["unlimited"] is True, ml
+else:
+    assert ml["soft_bytes"] == int(memlock) * 1024, (ml, memlock)
+# The scripted interpreter's answer.
+py = item("python", "torch + transformers")
+assert py["status"] == "ok", py
+assert py["value"] == "python 3.11.9: torch 2.5.1, transformers 4.46.3; torch does not see a CUDA GPU", py["value"]
+s = rep["summary"]
+assert s["ok"] + s["warn"] + s["fail"] + s["missing"] == len(rep["items"]), s
+if not gpu:
+    dev = item("gpu", "device")
+    assert dev["status"] == "missing" and dev["value"].startswith("no CUDA GPU: "), dev
+    assert rep["no_gpu_reason"] and dev["value"] == "no CUDA GPU: " + rep["no_gpu_reason"], rep["no_gpu_reason"]
+    backend = item("gpu", "cuda backend")
+    if not backend["data"]["built"]:
+        assert backend["value"].startswith("this build has no CUDA backend"), backend
+        assert rep["no_gpu_reason"] == "this build has no CUDA backend", rep["no_gpu_reason"]
+    assert rep["gpus"] == [] and rep["record_written"] is False, rep
+    assert s["strict_ok"] is False
+    assert not [i for i in rep["items"] if i["group"] in ("bandwidth", "kernels")], "GPU items without a GPU"
+else:
+    # Every measured figure is positive, every kernel passed, and the record holds the same numbers.
+    assert rep["gpus"], rep
+    for i in rep["items"]:
+        if i["group"] in ("bandwidth", "kernels"):
+            assert i["status"] in ("ok", "warn"), i
+    rec = json.load(open(rep["record_path"]))
+    assert rec["version"] == 1 and rec["gpus"] == rep["gpus"], (rec, rep["gpus"])
+    for g in rec["gpus"]:
+        for k in ("d2d_gbs", "h2d_pinned_gbs", "h2d_pageable_gbs", "d2h_gbs", "gemm_bf16_tflops"):
+            assert g[k] > 0, (k, g)
+EOF
+ok
+if [ "$gpu" = 0 ]; then
+  [ "$rc" -eq 0 ] || die "doctor without --strict exited $rc on a machine without a GPU: $(cat "$work/err")"
+  [ ! -e "$THINTENSOR_HOME/doctor.json" ] || die "doctor.json written without a GPU"
+  ok
+fi
+[ -z "$(find "$THINTENSOR_HOME" -name '.doctor-read-test-*')" ] || die "read-test file left in the cache"
+ok
+
+# ---- the table and --strict
+set +e
+"$TT" -q doctor --strict --cache-test-mib 1 --python "$work/python3" >"$work/table.txt" 2>"$work/err"
+rc=$?
+set -e
+grep -q '^GROUP ' "$work/table.txt" || die "no table header"
+grep -Eq '^cache +read speed +(ok|warn) ' "$work/table.txt" || die "no read speed row: $(cat "$work/table.txt")"
+if [ "$gpu" = 0 ]; then
+  [ "$rc" -eq 1 ] || die "doctor --strict exited $rc without a GPU"
+  grep -q '^no CUDA GPU: ' "$work/table.txt" || die "the table does not say there is no GPU"
+  grep -q -- '--strict' "$work/err" || die "no --strict message on stderr: $(cat "$work/err")"
+else
+  [ "$rc" -eq 0 ] || die "doctor --strict failed on the GPU machine: $(cat "$work/table.txt")"
+  grep -Eq '^bandwidth +h2d pinned +(ok|warn) +[0-9.]+ GB/s' "$work/table.txt" || die "no h2d bandwidth row"
+fi
+ok
+
+# ---- a missing interpreter is reported, not fatal
+set +e
+"$TT" -q doctor --json --cache-test-mib 0 --python "$work/no-such-python" >"$work/nopy.json" 2>/dev/null
+set -e
+"$PY" - "$work/nopy.json" <<'EOF' || die "missing interpreter"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+py = [i for i in rep["items"] if i["group"] == "python"][0]
+assert py["status"] == "missing" and "not found" in py["value"], py
+speed = [i for i in rep["items"] if i["name"] == "read speed"][0]
+assert speed["status"] == "warn" and "skipped" in speed["value"], speed
+EOF
+ok
+
+# ---- bad flags are usage errors
+for bad in "--cache-test-mib lots" "--python-timeout 0" "--device -1" "--no-such-flag"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$TT" doctor $bad >/dev/null 2>"$work/err"
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || die "doctor $bad exited 0"
+done
+ok
+echo "$pass passed, 0 failed"
