@@ -47,6 +47,11 @@ pp = [r for r in b["results"] if r["test"] == "pp2048"]
 print(f"transformers: decode {h['hf_decode_tok_s']:.1f} tok/s (ThinTensor x{tg['tokens_per_s']/h['hf_decode_tok_s']:.1f}), prefill {h['hf_prefill_tok_s']:.0f} tok/s" +
       (f" (ThinTensor x{pp[0]['tokens_per_s']/h['hf_prefill_tok_s']:.2f})" if pp else ""))
 PY
-  rm -rf "$ck"  # keep the disk for the next shape; the archive stays for later steps
+  # A/B of the GEMV unroll (16-byte loads in flight per lane and row), decode only.
+  for u in 4 8; do
+    TT_GEMV_UNROLL=$u $TT -q bench "$arc" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >"$work/ab.json" 2>/dev/null
+    echo "TT_GEMV_UNROLL=$u tg128: $(python3 bench/tg_summary.py "$work/ab.json")"
+  done
+  rm -rf "$ck" "$arc"  # keep the disk for the next shape
 done
 } 2>&1 | tee "$log"
