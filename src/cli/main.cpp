@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         fmt::print(stderr, "thintensor: error: out of memory\n");
         return 1;
+    } catch (const std::exception& e) {
+        // Not a tt::Error: a library threw on input that a check missed (a bug worth reporting),
+        // still reported as an error rather than an abort.
+        std::fflush(stdout);
+        fmt::print(stderr, "thintensor: error: {}\n", e.what());
+        return 1;
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 
 namespace tt {
 
@@ -29,7 +30,16 @@ Progress::Progress(std::string label, uint64_t total_bytes)
     : label_(std::move(label)), total_(total_bytes), tty_(::isatty(2) != 0),
       enabled_(log::level() >= log::Level::info), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+    // Unwinding from an error: the work did not finish, so no "done" line; end a redrawn bar.
+    if (std::uncaught_exceptions() > 0) {
+        std::lock_guard lock(mu_);
+        if (!finished_ && enabled_ && tty_) std::fputs("\n", stderr);
+        finished_ = true;
+        return;
+    }
+    finish();
+}
 
 void Progress::add(uint64_t bytes) {
     std::lock_guard lock(mu_);
