@@ -109,7 +109,7 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
         }
         // attn_output = softmax(q k^T * scaling + causal/sliding mask) v, with GQA (repeat_kv)
         const int group = s.n_heads / s.n_kv_heads;
-        pool_.parallel_for(un * size_t(s.n_heads), [&](size_t b, size_t e) {
+        auto attend = [&](size_t b, size_t e) {
             std::vector<float> scores(size_t(n_past_ + n));
             for (size_t job = b; job < e; ++job) {
                 const int t = int(job / size_t(s.n_heads)), hh = int(job % size_t(s.n_heads));
@@ -121,7 +121,10 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
                                  v_cache_[size_t(il)].data(), KV, (hh / group) * HD, HD, first, pos, s.attn_scale,
                                  s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
             }
-        });
+        };
+        const uint64_t attn_work = uint64_t(n) * uint64_t(s.n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
+        if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(s.n_heads));  // small: stay on this thread
+        else pool_.parallel_for(un * size_t(s.n_heads), attend);
         // attn_output = self.o_proj(attn_output)
         cpu::linear(pool_, att.data(), n, *L.wo, L.bo, o.data());
         for (int t = 0; t < n; ++t) {

@@ -21,7 +21,7 @@ void linear(ThreadPool& pool, const float* x, int n_tokens, const TensorView& w,
         bias.resize(size_t(rows));
         to_f32(b->data, b->dtype, bias.data(), size_t(rows));
     }
-    pool.parallel_for(size_t(rows), [&](size_t r0, size_t r1) {
+    auto body = [&](size_t r0, size_t r1) {
         std::vector<float> row(static_cast<size_t>(cols));
         for (size_t r = r0; r < r1; ++r) {
             // Widen the weight row once, then reuse it for every token (prefill amortizes it).
@@ -35,7 +35,11 @@ void linear(ThreadPool& pool, const float* x, int n_tokens, const TensorView& w,
                 y[size_t(t) * size_t(rows) + r] = acc + (b ? bias[r] : 0.0f);
             }
         }
-    });
+    };
+    // note: waking the pool costs tens of microseconds; products smaller than ~256k multiply-adds
+    // (tiny models) finish sooner on the calling thread alone.
+    if (uint64_t(rows) * uint64_t(cols) * uint64_t(n_tokens) < (uint64_t(1) << 18)) body(0, size_t(rows));
+    else pool.parallel_for(size_t(rows), body);
 }
 
 void rmsnorm_f32(const float* x, const float* w, float weight_offset, float eps, float* y, int n) {
