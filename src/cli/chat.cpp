@@ -194,7 +194,8 @@ static tt::cli::Registration reg("chat", "Talk with a model, turn by turn (its c
     sub.add_option("--template", o->template_path,
                    "Chat template to use instead of the model's: a .jinja file or a tokenizer_config.json");
     sub.add_option("--system", o->system, "System message that starts the conversation");
-    sub.add_option("--var", o->vars, "Extra template variable key=value, e.g. enable_thinking=false (value parsed as JSON if it parses)");
+    sub.add_option("--var", o->vars, "Extra template variable key=value, e.g. enable_thinking=false (value parsed as JSON if it parses); repeatable")
+        ->allow_extra_args(false);
     sub.add_option("-n,--max-tokens", o->max_tokens, "Most tokens per reply")->capture_default_str();
     tt::cli::add_sampling_args(sub, o->sampling);
     return [o]() -> int { return chat(*o); };

@@ -98,6 +98,7 @@ static tt::cli::Registration reg("run", "Generate text from a prompt", 40, [](CL
     sub.add_option("--system", o->system, "With --chat: a system message before the prompt");
     sub.add_option("--template", o->template_path,
                    "With --chat: the chat template to use instead of the model's (.jinja or tokenizer_config.json)");
-    sub.add_option("--var", o->vars, "With --chat: extra template variable key=value (e.g. enable_thinking=false)");
+    sub.add_option("--var", o->vars, "With --chat: extra template variable key=value (e.g. enable_thinking=false); repeatable")
+        ->allow_extra_args(false);
     return [o]() -> int { return run(*o); };
 });
