@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -35,25 +36,51 @@ struct Opts {
 constexpr int k_default_chat_context = 4096;
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+int g_wake_fd = -1;  // write end of the self-pipe
 
-// Ctrl-C sets a flag and does not kill the process. SA_RESTART keeps stdio writes and the
-// thread pool's waits going; the line reader waits in poll(), which a signal always interrupts,
-// so Ctrl-C at the prompt is noticed too.
+extern "C" void on_sigint(int) {
+    g_interrupted.store(true);
+    const int saved = errno;
+    [[maybe_unused]] const ssize_t n = write(g_wake_fd, "!", 1);
+    errno = saved;
+}
+
+// Ctrl-C sets a flag and does not kill the process. SA_RESTART keeps stdio writes and the thread
+// pool's waits going. The handler also writes a byte to a pipe that the line reader polls beside
+// stdin (the self-pipe trick): a Ctrl-C just before the reader starts waiting is not lost, as it
+// would be if the reader relied on poll() failing with EINTR.
 class SigintGuard {
 public:
     SigintGuard() {
+        if (pipe(fds_) != 0) tt::fail("cannot create a pipe: {}", std::strerror(errno));
+        for (int fd : fds_) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        g_wake_fd = fds_[1];
         struct sigaction sa {};
         sa.sa_handler = on_sigint;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
         sigaction(SIGINT, &sa, &old_);
     }
-    ~SigintGuard() { sigaction(SIGINT, &old_, nullptr); }
+    ~SigintGuard() {
+        sigaction(SIGINT, &old_, nullptr);
+        g_wake_fd = -1;
+        close(fds_[0]);
+        close(fds_[1]);
+    }
     SigintGuard(const SigintGuard&) = delete;
     SigintGuard& operator=(const SigintGuard&) = delete;
 
+    int wake_fd() const { return fds_[0]; }
+    // Forgets a Ctrl-C that was already handled (or that came between two turns).
+    void clear() const {
+        char buf[64];
+        while (read(fds_[0], buf, sizeof buf) > 0) {
+        }
+        g_interrupted.store(false);
+    }
+
 private:
+    int fds_[2] = {-1, -1};
     struct sigaction old_ {};
 };
 
@@ -62,7 +89,7 @@ private:
 class LineReader {
 public:
     enum class Status { line, eof, interrupted };
-    explicit LineReader(int fd) : fd_(fd) {}
+    LineReader(int fd, const SigintGuard& sigint) : fd_(fd), sigint_(sigint) {}
 
     Status next(std::string& line) {
         for (;;) {
@@ -78,14 +105,17 @@ public:
                 line = std::exchange(buf_, {});  // a last line without '\n'
                 return Status::line;
             }
-            pollfd p{fd_, POLLIN, 0};
-            if (poll(&p, 1, -1) < 0) {
-                if (errno == EINTR) {
-                    if (g_interrupted.exchange(false)) return Status::interrupted;
-                    continue;
-                }
+            pollfd p[2] = {{fd_, POLLIN, 0}, {sigint_.wake_fd(), POLLIN, 0}};
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR) continue;
                 tt::fail("stdin: {}", std::strerror(errno));
             }
+            if (p[1].revents & POLLIN) {
+                const bool interrupted = g_interrupted.load();
+                sigint_.clear();
+                if (interrupted) return Status::interrupted;
+            }
+            if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             char chunk[4096];
             const ssize_t n = read(fd_, chunk, sizeof chunk);
             if (n < 0) {
@@ -99,6 +129,7 @@ public:
 
 private:
     int fd_;
+    const SigintGuard& sigint_;
     std::string buf_;
     bool eof_ = false;
 };
@@ -136,7 +167,7 @@ int chat(const Opts& o) {
                   "/exit or Ctrl-D quits, Ctrl-C stops a reply.",
                   o.model.model, m.backend->context_size(), tmpl.context());
     SigintGuard sigint;
-    LineReader reader(STDIN_FILENO);
+    LineReader reader(STDIN_FILENO, sigint);
     for (;;) {
         if (interactive) write_out("> ");
         std::string line;
@@ -166,7 +197,7 @@ int chat(const Opts& o) {
             log::warn("unknown command {} (commands: /reset, /exit, /help)", cmd);
             continue;
         }
-        g_interrupted.store(false);
+        sigint.clear();
         try {
             const ChatTurnStats st = session.send(line, write_out, [] { return g_interrupted.load(); });
             write_out("\n");
@@ -181,7 +212,7 @@ int chat(const Opts& o) {
             std::fflush(stdout);
             fmt::print(stderr, "thintensor: error: {}\n", e.what());
         }
-        g_interrupted.store(false);
+        sigint.clear();  // a Ctrl-C that came as the reply ended belongs to the reply
     }
 }
 

@@ -137,9 +137,21 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
         if (on_text) on_text(text);
     };
 
+    // A failure inside the backend leaves its cache in an unknown state: start the next turn from
+    // an empty cache, and without this turn's user message.
+    auto forward = [&](std::span<const int32_t> tokens) {
+        try {
+            return backend_.forward_sample(tokens, sampler_, history);
+        } catch (...) {
+            backend_.rewind(0);
+            cached_.clear();
+            messages_.erase(messages_.end() - 1);
+            throw;
+        }
+    };
     const auto t0 = Clock::now();
     const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
-    int32_t next = backend_.forward_sample(suffix, sampler_, history);
+    int32_t next = forward(suffix);
     cached_.insert(cached_.end(), suffix.begin(), suffix.end());
     st.prefill_seconds = seconds_since(t0);
     const auto t_decode = Clock::now();
@@ -164,7 +176,7 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
             break;
         }
         const int32_t fed = next;
-        next = backend_.forward_sample(std::span<const int32_t>(&fed, 1), sampler_, history);
+        next = forward(std::span<const int32_t>(&fed, 1));
         cached_.push_back(fed);
         ++st.decode_steps;
     }

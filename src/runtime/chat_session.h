@@ -58,7 +58,9 @@ public:
     // One turn: appends the user message, prefills what the cache lacks, streams the reply through
     // on_text, and appends the reply (also a partial one, when stopped) as the assistant message.
     // should_stop is polled between tokens; returning true ends the reply ("interrupted").
-    // Throws tt::Error (history unchanged) when the conversation no longer fits the context.
+    // Throws tt::Error with the history unchanged when the conversation no longer fits the
+    // context; when the backend throws, the turn is dropped and the cache emptied (re-prefilled
+    // from scratch by the next turn).
     ChatTurnStats send(const std::string& user_text, const std::function<void(std::string_view)>& on_text,
                        const std::function<bool()>& should_stop = {});
 
