@@ -1,9 +1,13 @@
 // thintensor run MODEL --prompt TEXT: generate text, streamed to stdout; statistics to stderr.
+// With --chat the prompt is the user message of a one-turn conversation rendered through the
+// model's chat template (or --template), with an optional --system message, and generation stops
+// on the template's end-of-turn tokens as well as EOS.
 #include "cli/command.h"
 #include "cli/model_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/output_file.h"
+#include "runtime/chat_session.h"
 #include "runtime/generate.h"
 
 #include <fmt/format.h>
@@ -20,7 +24,27 @@ struct Opts {
     int max_tokens = 256;
     std::vector<std::string> stop;
     bool no_bos = false;
+    bool chat = false;
+    std::string system, template_path;
+    std::vector<std::string> vars;
 };
+
+// The prompt ids and the stop tokens of a one-turn chat: [system], user -> template -> tokens.
+std::vector<int32_t> chat_prompt(const Opts& o, const tt::cli::LoadedModel& m, const std::string& prompt,
+                                 std::vector<int32_t>& stop_ids) {
+    using namespace tt;
+    if (!m.tokenizer) fail("{}: the model has no tokenizer, and --chat needs one", o.model.model);
+    const ChatTemplate tmpl = chat_template_for(*m.archive, m.archive_path, o.model.model, o.template_path);
+    nlohmann::ordered_json vars = default_template_vars(*m.tokenizer, tmpl);
+    for (const auto& kv : o.vars) add_template_var(vars, kv);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+    const std::string rendered = tmpl.render(messages, /*add_generation_prompt=*/true, vars);
+    log::debug("chat prompt: {}", rendered);
+    stop_ids = chat_stop_ids(*m.tokenizer, tmpl, m.eos_ids());
+    return encode_chat_prompt(*m.tokenizer, rendered);
+}
 
 int run(const Opts& o) {
     using namespace tt;
@@ -28,15 +52,24 @@ int run(const Opts& o) {
     const std::string prompt = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
     if (o.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", o.max_tokens);
 
+    if (!o.chat) {
+        if (!o.system.empty()) fail("--system needs --chat (the system message goes through the chat template)");
+        if (!o.template_path.empty()) fail("--template needs --chat");
+        if (!o.vars.empty()) fail("--var needs --chat");
+    } else if (o.no_bos) {
+        fail("--no-bos cannot be combined with --chat (the chat template decides the special tokens)");
+    }
+
     cli::LoadedModel m = cli::load_model(o.model, /*needed_context=*/0);
-    std::vector<int32_t> ids = cli::encode_prompt(m, prompt, !o.no_bos);
+    std::vector<int32_t> stop_ids = m.eos_ids();
+    std::vector<int32_t> ids = o.chat ? chat_prompt(o, m, prompt, stop_ids) : cli::encode_prompt(m, prompt, !o.no_bos);
     m.create_backend(o.model, int(ids.size()) + o.max_tokens);
 
     GenerateOptions g;
     g.max_tokens = o.max_tokens;
     g.sampling = cli::sampling_config(o.sampling, m);
     g.stop = o.stop;
-    g.eos_ids = m.eos_ids();
+    g.eos_ids = stop_ids;
     const GenerateStats st = generate(*m.backend, m.tokenizer.get(), ids, g, [](std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
@@ -61,5 +94,11 @@ static tt::cli::Registration reg("run", "Generate text from a prompt", 40, [](CL
     tt::cli::add_sampling_args(sub, o->sampling);
     sub.add_option("--stop", o->stop, "Stop when this text is generated (repeatable)");
     sub.add_flag("--no-bos", o->no_bos, "Do not add the BOS token / special tokens to the prompt");
+    sub.add_flag("--chat", o->chat, "Send the prompt as a user message through the model's chat template");
+    sub.add_option("--system", o->system, "With --chat: a system message before the prompt");
+    sub.add_option("--template", o->template_path,
+                   "With --chat: the chat template to use instead of the model's (.jinja or tokenizer_config.json)");
+    sub.add_option("--var", o->vars, "With --chat: extra template variable key=value (e.g. enable_thinking=false); repeatable")
+        ->allow_extra_args(false);
     return [o]() -> int { return run(*o); };
 });

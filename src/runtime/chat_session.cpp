@@ -1,0 +1,192 @@
+// The chat session: render -> tokenize -> reuse the cached prefix -> prefill the rest -> decode
+// until an end-of-turn token, the budget, the context's end, or the caller says stop.
+#include "runtime/chat_session.h"
+
+#include "core/error.h"
+#include "format/archive.h"
+#include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace tt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool contains(std::span<const int32_t> ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+
+}  // namespace
+
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tok, std::string_view rendered) {
+    std::vector<int32_t> ids = tok.encode(rendered, /*add_special_tokens=*/false);
+    const std::string bos = tok.bos_token();
+    const bool template_wrote_bos = !bos.empty() && rendered.substr(0, bos.size()) == bos;
+    if (tok.add_bos() && tok.bos_id() >= 0 && !template_wrote_bos) ids.insert(ids.begin(), tok.bos_id());
+    return ids;
+}
+
+std::vector<int32_t> chat_stop_ids(const Tokenizer& tok, const ChatTemplate& chat_template,
+                                   std::span<const int32_t> eos_ids) {
+    std::vector<int32_t> out(eos_ids.begin(), eos_ids.end());
+    // The end-of-turn markers of the common template families (ChatML, Llama 3, Gemma, Phi-3,
+    // GPT-style <|endoftext|>, gpt-oss). Only special tokens count: a vocabulary piece that merely
+    // spells "<|end|>" is text.
+    std::vector<std::string> names = {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|end|>",
+                                      "<|endoftext|>", "<|end_of_text|>", "<|return|>", "<|call|>"};
+    if (!chat_template.eos_token().empty()) names.push_back(chat_template.eos_token());
+    for (const auto& name : names) {
+        const auto id = tok.token_to_id(name);
+        if (id && tok.is_special(*id) && !contains(out, *id)) out.push_back(*id);
+    }
+    return out;
+}
+
+nlohmann::ordered_json default_template_vars(const Tokenizer& tok, const ChatTemplate& chat_template) {
+    nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+    if (chat_template.bos_token().empty() && !tok.bos_token().empty()) vars["bos_token"] = tok.bos_token();
+    if (chat_template.eos_token().empty() && !tok.eos_token().empty()) vars["eos_token"] = tok.eos_token();
+    return vars;
+}
+
+ChatTemplate chat_template_for(const Archive& archive, const std::string& archive_path, const std::string& model_name,
+                               const std::string& template_path) {
+    if (!template_path.empty()) return ChatTemplate::load(template_path);
+    bool has_template = bool(archive.file("chat_template.jinja"));
+    if (!has_template) {
+        if (auto cfg = archive.file("tokenizer_config.json")) {
+            const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+            has_template = j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
+        }
+    }
+    if (!has_template)
+        fail("{}: the model has no chat template (its tokenizer_config.json sets no chat_template); give one with "
+             "--template FILE (a .jinja file or a tokenizer_config.json), or use `thintensor run` without --chat",
+             model_name);
+    return ChatTemplate::load(archive_path);
+}
+
+void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value) {
+    const size_t eq = key_value.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--var {}: expected key=value", key_value);
+    const std::string value = key_value.substr(eq + 1);
+    auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
+    vars[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : std::move(parsed);
+}
+
+ChatSession::ChatSession(Backend& backend, const Tokenizer& tokenizer, const ChatTemplate& chat_template, ChatOptions opt)
+    : backend_(backend), tok_(tokenizer), template_(chat_template), opt_(std::move(opt)), sampler_(opt_.sampling) {
+    if (opt_.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", opt_.max_tokens);
+    if (!opt_.template_vars.is_object()) fail("chat template variables must be a JSON object");
+    backend_.rewind(0);
+}
+
+void ChatSession::set_system(std::string text) {
+    const bool has_system = !messages_.empty() && messages_[0].value("role", "") == "system";
+    if (text.empty()) {
+        if (has_system) messages_.erase(messages_.begin());
+        return;
+    }
+    nlohmann::ordered_json m = {{"role", "system"}, {"content", std::move(text)}};
+    if (has_system) messages_[0] = std::move(m);
+    else messages_.insert(messages_.begin(), std::move(m));
+}
+
+void ChatSession::reset() {
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    if (!messages_.empty() && messages_[0].value("role", "") == "system") kept.push_back(messages_[0]);
+    messages_ = std::move(kept);
+    backend_.rewind(0);
+    cached_.clear();
+}
+
+std::vector<int32_t> ChatSession::render_ids(const nlohmann::ordered_json& messages, bool add_generation_prompt) const {
+    return encode_chat_prompt(tok_, template_.render(messages, add_generation_prompt, opt_.template_vars));
+}
+
+ChatTurnStats ChatSession::send(const std::string& user_text, const std::function<void(std::string_view)>& on_text,
+                                const std::function<bool()>& should_stop) {
+    nlohmann::ordered_json next_messages = messages_;
+    next_messages.push_back({{"role", "user"}, {"content", user_text}});
+    const std::vector<int32_t> prompt = render_ids(next_messages, /*add_generation_prompt=*/true);
+    if (prompt.empty()) fail("{}: the chat template rendered an empty prompt", template_.context());
+    if (int(prompt.size()) >= backend_.context_size())
+        fail("the conversation ({} tokens) no longer fits the context of {} tokens; /reset to start over, or give a larger --context",
+             prompt.size(), backend_.context_size());
+    TT_ASSERT(int(cached_.size()) == backend_.n_past());
+
+    // Reuse the longest common prefix, but feed at least one token: its logits start the reply.
+    size_t keep = 0;
+    while (keep < cached_.size() && keep < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
+    keep = std::min(keep, prompt.size() - 1);
+    backend_.rewind(int(keep));
+    cached_.resize(keep);
+    messages_ = std::move(next_messages);
+
+    ChatTurnStats st;
+    st.prompt_tokens = int(prompt.size());
+    st.reused_tokens = int(keep);
+    st.fed_tokens = int(prompt.size() - keep);
+    std::vector<int32_t> history = prompt;  // for the repetition penalty: the context so far
+    StreamDecoder decoder(tok_, /*skip_special_tokens=*/true);
+    auto emit = [&](const std::string& text) {
+        if (text.empty()) return;
+        st.text += text;
+        if (on_text) on_text(text);
+    };
+
+    // A failure inside the backend leaves its cache in an unknown state: start the next turn from
+    // an empty cache, and without this turn's user message.
+    auto forward = [&](std::span<const int32_t> tokens) {
+        try {
+            return backend_.forward_sample(tokens, sampler_, history);
+        } catch (...) {
+            backend_.rewind(0);
+            cached_.clear();
+            messages_.erase(messages_.end() - 1);
+            throw;
+        }
+    };
+    const auto t0 = Clock::now();
+    const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
+    int32_t next = forward(suffix);
+    cached_.insert(cached_.end(), suffix.begin(), suffix.end());
+    st.prefill_seconds = seconds_since(t0);
+    const auto t_decode = Clock::now();
+    for (;;) {
+        if (contains(opt_.stop_ids, next)) {
+            st.stop_reason = "end of turn";
+            break;
+        }
+        st.tokens.push_back(next);
+        history.push_back(next);
+        emit(decoder.push(next));
+        if (int(st.tokens.size()) >= opt_.max_tokens) {
+            st.stop_reason = "max tokens";
+            break;
+        }
+        if (should_stop && should_stop()) {
+            st.stop_reason = "interrupted";
+            break;
+        }
+        if (backend_.n_past() >= backend_.context_size()) {
+            st.stop_reason = "context full";
+            break;
+        }
+        const int32_t fed = next;
+        next = forward(std::span<const int32_t>(&fed, 1));
+        cached_.push_back(fed);
+        ++st.decode_steps;
+    }
+    emit(decoder.flush());
+    st.decode_seconds = seconds_since(t_decode);
+    st.generated_tokens = int(st.tokens.size());
+    // The reply joins the history as the person saw it, also when cut short: the next render then
+    // matches the cache up to the reply's last token.
+    messages_.push_back({{"role", "assistant"}, {"content", st.text}});
+    return st;
+}
+
+}  // namespace tt
