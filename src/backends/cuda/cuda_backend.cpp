@@ -93,6 +93,8 @@ private:
     void upload(const Archive& a, const ModelWeights& w);
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
     void run_decode_graph();
+    // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
+    void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
     // y[t, 0:rows] = x[t, 0:cols] W^T for t < n; rows of y are ldy floats apart.
     void gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy);
@@ -295,32 +297,10 @@ void CudaBackend::decode_step() {
         at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
         decode_attention(at, stream_);
 
-        GemvArgs o{};
-        o.n_seg = 1; o.cols = s.q_dim(); o.wdt = wdt_; o.x = att_.as<float>();
-        if (s.sandwich_norm) {
-            o.seg[0] = {L.wo, L.bo, tmp_.as<float>(), H};
-            gemv(o, stream_);
-            residual_rmsnorm(x, tmp_.as<float>(), L.attn_post_norm, nullptr, wdt_, s.norm_weight_offset, s.norm_eps, 1, H,
-                             nullptr, DType::f32, stream_);
-        } else {
-            o.seg[0] = {L.wo, L.bo, x, H};
-            o.accumulate = true;
-            gemv(o, stream_);
-        }
+        add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
         gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
                    s.norm_eps, act, ffn_.as<float>(), stream_);
-        GemvArgs dn{};
-        dn.n_seg = 1; dn.cols = s.ffn_dim; dn.wdt = wdt_; dn.x = ffn_.as<float>();
-        if (s.sandwich_norm) {
-            dn.seg[0] = {L.w_down, L.b_down, tmp_.as<float>(), H};
-            gemv(dn, stream_);
-            residual_rmsnorm(x, tmp_.as<float>(), L.ffn_post_norm, nullptr, wdt_, s.norm_weight_offset, s.norm_eps, 1, H,
-                             nullptr, DType::f32, stream_);
-        } else {
-            dn.seg[0] = {L.w_down, L.b_down, x, H};
-            dn.accumulate = true;
-            gemv(dn, stream_);
-        }
+        add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, s.ffn_dim, ffn_.as<float>());
     }
     GemvArgs head{};
     head.seg[0] = {output_, nullptr, logits_.as<float>(), s.vocab_size};
@@ -329,6 +309,25 @@ void CudaBackend::decode_step() {
     gemv(head, stream_);
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
+}
+
+void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in) {
+    const int H = spec_.hidden_dim;
+    GemvArgs g{};
+    g.n_seg = 1;
+    g.cols = cols;
+    g.wdt = wdt_;
+    g.x = in;
+    if (post_norm) {  // Gemma: the projection is normalized before it joins the residual
+        g.seg[0] = {w, b, tmp_.as<float>(), H};
+        gemv(g, stream_);
+        residual_rmsnorm(x_.as<float>(), tmp_.as<float>(), post_norm, nullptr, wdt_, spec_.norm_weight_offset,
+                         spec_.norm_eps, 1, H, nullptr, DType::f32, stream_);
+    } else {  // the residual add rides in the GEMV's epilogue
+        g.seg[0] = {w, b, x_.as<float>(), H};
+        g.accumulate = true;
+        gemv(g, stream_);
+    }
 }
 
 void CudaBackend::run_decode_graph() {
