@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <system_error>
+#include <unistd.h>
 #include <fstream>
 
 using namespace tt;
@@ -23,9 +25,22 @@ namespace fs = std::filesystem;
 namespace {
 const std::string k_shared = TT_SHARED_DIR;
 
+// One temporary folder for the archives of this test binary, removed at exit.
+const fs::path& temp_dir() {
+    struct Dir {
+        fs::path path = fs::temp_directory_path() / ("tt_generate_" + std::to_string(::getpid()));
+        Dir() { fs::create_directories(path); }
+        ~Dir() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    };
+    static Dir dir;
+    return dir.path;
+}
+
 std::string convert_to_temp(const std::string& src, const std::string& name, const std::string& tokenizer = "") {
-    const fs::path dir = fs::temp_directory_path() / ("tt_generate_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const fs::path& dir = temp_dir();
     const std::string out = (dir / name).string();
     ConvertOptions opt;
     opt.tokenizer_path = tokenizer;
