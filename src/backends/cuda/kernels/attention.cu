@@ -13,6 +13,12 @@ namespace {
 
 constexpr int k_attn_threads = 128;
 constexpr int k_max_group = 16;
+// Keys per split at least: short contexts use few splits (the merge then reads few partials).
+constexpr int k_min_chunk = 16;
+
+__device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
+    return max(k_min_chunk, (n_keys + n_splits - 1) / n_splits);
+}
 
 template <typename KV>
 __global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(DecodeAttnArgs a, int max_chunk) {
@@ -21,7 +27,7 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(Decod
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
     const int len = *a.d_pos + 1;
     const int first = a.window > 0 ? max(0, len - a.window) : 0;
-    const int chunk = (len - first + a.n_splits - 1) / a.n_splits;
+    const int chunk = split_chunk(len - first, a.n_splits);
     const int start = first + split * chunk, end = min(start + chunk, len);
     float* part = a.partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
     if (start >= end) {
@@ -89,24 +95,33 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(Decod
 }
 
 __global__ void decode_attn_merge_kernel(DecodeAttnArgs a) {
+    __shared__ float s_w[256];  // weight of each split: exp(m_split - m) / l
     const int h = blockIdx.x, hd = a.head_dim, group = a.n_heads / a.n_kv_heads;
     const int kvh = h / group, g = h % group;
     const float* base = a.partial + size_t(kvh) * a.n_splits * group * (hd + 2) + size_t(g) * (hd + 2);
     const size_t stride = size_t(group) * (hd + 2);
-    float m = -INFINITY;
-    for (int sp = 0; sp < a.n_splits; ++sp) m = fmaxf(m, base[sp * stride + hd]);
-    float l = 0;
-    for (int sp = 0; sp < a.n_splits; ++sp) {
-        const float ms = base[sp * stride + hd];
-        if (ms != -INFINITY) l += base[sp * stride + hd + 1] * __expf(ms - m);
+    const int len = *a.d_pos + 1;
+    const int first = a.window > 0 ? max(0, len - a.window) : 0;
+    const int chunk = split_chunk(len - first, a.n_splits);
+    const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that saw keys
+    if (threadIdx.x < 32) {
+        float m = -INFINITY;
+        for (int sp = threadIdx.x; sp < n_active; sp += 32) m = fmaxf(m, base[sp * stride + hd]);
+        m = warp_max(m);
+        float l = 0;
+        for (int sp = threadIdx.x; sp < n_active; sp += 32) {
+            const float w = __expf(base[sp * stride + hd] - m);
+            s_w[sp] = w;
+            l += base[sp * stride + hd + 1] * w;
+        }
+        l = warp_sum(l);
+        for (int sp = threadIdx.x; sp < n_active; sp += 32) s_w[sp] /= l;
     }
+    __syncthreads();
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float acc = 0;
-        for (int sp = 0; sp < a.n_splits; ++sp) {
-            const float ms = base[sp * stride + hd];
-            if (ms != -INFINITY) acc += base[sp * stride + d] * __expf(ms - m);
-        }
-        a.out[size_t(h) * hd + d] = acc / l;
+        for (int sp = 0; sp < n_active; ++sp) acc += base[sp * stride + d] * s_w[sp];
+        a.out[size_t(h) * hd + d] = acc;
     }
 }
 
@@ -158,7 +173,7 @@ size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits) 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int group = a.n_heads / a.n_kv_heads;
     if (group > k_max_group || a.head_dim > 256) fail("decode attention: GQA group {} or head_dim {} too large", group, a.head_dim);
-    const int max_chunk = (a.n_ctx + a.n_splits - 1) / a.n_splits;
+    const int max_chunk = std::max(k_min_chunk, (a.n_ctx + a.n_splits - 1) / a.n_splits);
     const size_t smem = (size_t(group) * a.head_dim + size_t(group) * max_chunk) * sizeof(float);
     TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = decode_attn_split_kernel<KV>;

@@ -34,9 +34,13 @@ template <typename W>
 __device__ __forceinline__ float dot16(const int4& v, const float* xs) {
     constexpr int vec = 16 / sizeof(W);
     const W* e = reinterpret_cast<const W*>(&v);
+    // x in 16-byte pieces (shared or global memory; 16-byte aligned at every vector boundary).
+    float xv[vec];
+#pragma unroll
+    for (int j = 0; j < vec; j += 4) *reinterpret_cast<float4*>(&xv[j]) = *reinterpret_cast<const float4*>(xs + j);
     float acc = 0;
 #pragma unroll
-    for (int j = 0; j < vec; ++j) acc += to_float(e[j]) * xs[j];
+    for (int j = 0; j < vec; ++j) acc += to_float(e[j]) * xv[j];
     return acc;
 }
 
@@ -73,10 +77,17 @@ __device__ void rows_dot(const W* const (&w)[R], const float* s_x, int cols, flo
     for (int r = 0; r < R; ++r) out[r] = warp_sum(acc[r]);
 }
 
-template <typename W, bool VECTOR, int UNROLL>
+// XSMEM: x is staged in shared memory (needed for the fused pre-norm). Without a pre-norm the
+// lanes read x straight from global memory (it is small and stays in L1/L2): no prologue, no
+// shared memory, more blocks resident per SM.
+template <typename W, bool VECTOR, int UNROLL, bool XSMEM>
 __global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a) {
     extern __shared__ float s_x[];
-    load_x(s_x, a.x, a.cols, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps);
+    const float* xin = a.x;
+    if (XSMEM) {
+        load_x(s_x, a.x, a.cols, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps);
+        xin = s_x;
+    }
     int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
     int seg = 0;
     while (seg < a.n_seg && r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
@@ -84,7 +95,7 @@ __global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a) {
     const GemvSegment& sg = a.seg[seg];
     const W* rows[1] = {static_cast<const W*>(sg.w) + size_t(r) * a.cols};
     float dots[1];
-    rows_dot<W, VECTOR, UNROLL, 1>(rows, s_x, a.cols, dots);
+    rows_dot<W, VECTOR, UNROLL, 1>(rows, xin, a.cols, dots);
     const float dot = dots[0];
     if ((threadIdx.x & 31) == 0) {
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
@@ -144,9 +155,15 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
     const size_t smem = size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
-        auto k = !vec ? gemv_kernel<W, false, 4> : gemv_unroll() == 8 ? gemv_kernel<W, true, 8> : gemv_kernel<W, true, 4>;
-        set_smem(k, smem);
-        k<<<grid, k_warps * 32, smem, s>>>(a);
+        if (a.norm_w || !vec) {
+            auto k = !vec ? gemv_kernel<W, false, 4, true>
+                          : gemv_unroll() == 8 ? gemv_kernel<W, true, 8, true> : gemv_kernel<W, true, 4, true>;
+            set_smem(k, smem);
+            k<<<grid, k_warps * 32, smem, s>>>(a);
+        } else {
+            auto k = gemv_unroll() == 8 ? gemv_kernel<W, true, 8, false> : gemv_kernel<W, true, 4, false>;
+            k<<<grid, k_warps * 32, 0, s>>>(a);
+        }
     });
     TT_CUDA_LAUNCH_CHECK();
 }
