@@ -47,25 +47,10 @@ BpeModel::BpeModel(const json& m, const std::string& ctx) {
         if (it == vocab_.end()) fail("{}: unk_token '{}' is not in the vocab", ctx, unk);
         unk_id_ = it->second;
     }
-    small_char_ids_.assign(k_small_chars, -1);
-    if (continuing_subword_prefix_.empty() && end_of_word_suffix_.empty()) {
-        for (const auto& [tok, id] : vocab_) {
-            size_t n = utf8_char_len(tok, 0);
-            if (n == 0 || n != tok.size()) continue;
-            size_t i = 0;
-            char32_t cp = utf8_next(tok, i);
-            if (cp < k_small_chars) small_char_ids_[cp] = id;
-        }
-    }
-    for (int b = 0; b < 256; ++b) {
-        auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
-        byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
-    }
-
+    std::vector<std::pair<uint64_t, Merge>> entries;
     if (m.contains("merges") && !m["merges"].is_null()) {
         const json& merges = m["merges"];
         if (!merges.is_array()) fail("{}: BPE \"merges\" must be an array", ctx);
-        std::vector<std::pair<uint64_t, Merge>> entries;
         entries.reserve(merges.size());
         std::string a, b;
         for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -90,9 +75,39 @@ BpeModel::BpeModel(const json& m, const std::string& ctx) {
             if (iab == vocab_.end()) fail("{}: merge {} produces '{}{}', which is not in the vocab", ctx, rank, a, b);
             entries.push_back({pair_key(ia->second, ib->second), {static_cast<int32_t>(rank), iab->second}});
         }
-        merges_.build(entries);
-        find_safe_splits(entries);
     }
+    finish(entries, "\xE2\x96\x81");  // ▁
+}
+
+BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<PairMerge>& merges, const std::string& sep) {
+    id_to_token_ = std::move(tokens);
+    has_token_.assign(id_to_token_.size(), true);
+    for (size_t id = 0; id < id_to_token_.size(); ++id) vocab_.emplace(id_to_token_[id], static_cast<int32_t>(id));  // first wins
+    byte_fallback_ = true;
+    std::vector<std::pair<uint64_t, Merge>> entries;
+    entries.reserve(merges.size());
+    for (const PairMerge& pm : merges) entries.push_back({pair_key(pm.left, pm.right), {pm.rank, pm.result}});
+    finish(entries, sep);
+}
+
+void BpeModel::finish(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep) {
+    small_char_ids_.assign(k_small_chars, -1);
+    if (continuing_subword_prefix_.empty() && end_of_word_suffix_.empty()) {
+        for (const auto& [tok, id] : vocab_) {
+            size_t n = utf8_char_len(tok, 0);
+            if (n == 0 || n != tok.size()) continue;
+            size_t i = 0;
+            char32_t cp = utf8_next(tok, i);
+            if (cp < k_small_chars) small_char_ids_[cp] = id;
+        }
+    }
+    for (int b = 0; b < 256; ++b) {
+        auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
+        byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+    }
+
+    merges_.build(entries);
+    find_safe_splits(entries, sep);
 }
 
 void BpeModel::MergeTable::build(const std::vector<std::pair<uint64_t, Merge>>& entries) {
@@ -111,9 +126,8 @@ void BpeModel::MergeTable::build(const std::vector<std::pair<uint64_t, Merge>>& 
     }
 }
 
-void BpeModel::find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries) {
-    const std::string sep = "\xE2\x96\x81";  // ▁
-    if (!continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty() || !vocab_.contains(sep)) return;
+void BpeModel::find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep) {
+    if (sep.empty() || !continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty() || !vocab_.contains(sep)) return;
     std::vector<bool> fallback(id_to_token_.size(), false);
     for (int32_t id : byte_ids_)
         if (id >= 0) fallback[static_cast<size_t>(id)] = true;
@@ -121,9 +135,18 @@ void BpeModel::find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& e
     for (const auto& [key, merge] : entries) {
         fallback_merges_ |= fallback[key >> 32] || fallback[key & 0xFFFFFFFF];
         const std::string& product = id_to_token_[static_cast<size_t>(merge.new_id)];
-        for (size_t p = product.find(sep, 1); p != std::string::npos; p = product.find(sep, p + sep.size()))
+        size_t p = product.find(sep, 1);
+        if (p == std::string::npos) continue;
+        if (utf8_first_invalid(product)) {  // llama2.c pieces are raw bytes: no splits then
+            joins_before_sep_.clear();
+            return;
+        }
+        for (; p != std::string::npos; p = product.find(sep, p + sep.size()))
             joins_before_sep_.push_back(utf8_last_char(std::string_view(product).substr(0, p)));
     }
+    bool all_bytes = byte_fallback_;
+    for (int32_t id : byte_ids_) all_bytes &= id >= 0;
+    fallback_total_ = unk_id_.has_value() || all_bytes;
     std::sort(joins_before_sep_.begin(), joins_before_sep_.end());
     joins_before_sep_.erase(std::unique(joins_before_sep_.begin(), joins_before_sep_.end()), joins_before_sep_.end());
     sep_ = sep;
@@ -166,7 +189,7 @@ void BpeModel::tokenize(const Pieces& pieces, std::vector<int32_t>& out) const {
             std::string_view left = piece.substr(0, p);
             if (char_id(left.substr(left.size() - utf8_last_char_len(left))) >= 0) {
                 if (std::binary_search(joins_before_sep_.begin(), joins_before_sep_.end(), utf8_last_char(left))) continue;
-            } else if (fallback_merges_ || !unk_id_) {
+            } else if (fallback_merges_ || !fallback_total_) {
                 continue;  // its fallback symbols could merge, or it could vanish and expose the one before
             }
             words.push_back({piece.substr(start, p - start), -1});

@@ -33,6 +33,15 @@ public:
     // `model` is tokenizer.json's "model" object; throws tt::Error naming `context` on bad input.
     BpeModel(const nlohmann::json& model, const std::string& context);
 
+    // A model given directly (llama2.c): the token strings by id (of equal strings, the first is
+    // the one looked up), the merges as (left id, right id, result id, rank: lower merges first),
+    // byte fallback through the "<0xNN>" tokens, no unk. `sep`: the character in front of which
+    // pieces may be split where no merge crosses (see sep_).
+    struct PairMerge {
+        int32_t left, right, result, rank;
+    };
+    BpeModel(std::vector<std::string> tokens, const std::vector<PairMerge>& merges, const std::string& sep);
+
     // Appends the ids of the pre-tokenized pieces to `out`. Thread-safe.
     void tokenize(const Pieces& pieces, std::vector<int32_t>& out) const;
 
@@ -79,7 +88,9 @@ private:
     // One word (a piece, or a part of one between sep_ splits) without the cache.
     void tokenize_word(std::string_view word, std::vector<int32_t>& out) const;
     void merge_word(std::string_view piece, std::vector<int32_t>& out) const;
-    void find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries);
+    // The derived tables: single-character ids, byte-fallback ids, merge table, sep_ splits.
+    void finish(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);
+    void find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);
     // The symbol id of one character, or -1 when it has no vocab entry.
     int32_t char_id(std::string_view ch) const;
 
@@ -103,14 +114,16 @@ private:
     // hand the model whole lines. A merge joins two adjacent symbols into a token whose string
     // contains both, so if no merge result contains "x▁", no merge ever crosses the gap between a
     // character x and a following "▁": the piece splits there into words with identical results,
-    // and the words hit the cache. sep_ is "▁" when that applies (vocab has it, no subword
-    // prefix/suffix), joins_before_sep_ the sorted characters x that do occur before "▁" in a
+    // and the words hit the cache. sep_ is "▁" (llama2.c: " ") when that applies (vocab has it,
+    // no subword prefix/suffix), joins_before_sep_ the sorted characters x that do occur before "▁" in a
     // merge result, fallback_merges_ whether any merge involves a byte-fallback or unk token (then
-    // a character without its own token is never a safe left side; nor is it without an unk token,
-    // since the character may then be dropped).
+    // a character without its own token is never a safe left side; nor is it unless
+    // fallback_total_, an unk token or all 256 byte tokens, guarantees it leaves a symbol instead
+    // of being dropped).
     std::string sep_;
     std::vector<char32_t> joins_before_sep_;
     bool fallback_merges_ = false;
+    bool fallback_total_ = false;
 
     static constexpr size_t k_cache_max_len = 48;  // longer pieces skip the cache (they rarely repeat)
     WordCache cache_;
