@@ -1,6 +1,8 @@
-// BPE merge loop, following `tokenizers`' Word::merge_all: symbols in a doubly linked list, a
-// min-heap of (rank, position) candidates, stale candidates skipped when popped (the pair at that
-// position no longer produces the same token).
+// BPE model: loading (vocab, merges), splitting pieces into cacheable words, and the merge loop,
+// which follows `tokenizers`' Word::merge_all: repeatedly merge the adjacent pair with the lowest
+// rank, the leftmost of equal ranks (a rescan for short words, a heap for long ones).
+// note: the heap skips a popped candidate when its pair no longer yields the same token; since
+// vocab strings are unique, that token determines the pair, so both loops merge the same pairs.
 #include "tokenizer/bpe.h"
 
 #include "core/error.h"
@@ -9,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 
 namespace tt::tok {
 
@@ -168,8 +171,23 @@ void BpeModel::tokenize(const Pieces& pieces, std::vector<int32_t>& out) const {
         std::string_view text;
         int32_t id;  // >= 0: already known (ignore_merges found the whole piece)
     };
+    if (pieces.byte_level && !sep_.empty()) {  // the splits below look at mapped characters
+        Pieces mapped = pieces;
+        mapped.map_byte_level();
+        tokenize(mapped, out);
+        return;
+    }
+    const bool raw = pieces.byte_level;
     thread_local std::vector<Word> words;
     thread_local std::vector<uint64_t> hashes;
+    thread_local std::string mapped;
+    // A raw word is mapped to its GPT-2 characters only when the cache does not have it.
+    auto tokenize_raw = [&](std::string_view word) {
+        if (!raw) return tokenize_word(word, out);
+        mapped.clear();
+        append_byte_level(mapped, word);
+        tokenize_word(mapped, out);
+    };
     words.clear();
     for (size_t k = 0; k < pieces.size(); ++k) {
         std::string_view piece = pieces[k];
@@ -216,11 +234,11 @@ void BpeModel::tokenize(const Pieces& pieces, std::vector<int32_t>& out) const {
         if (w.id >= 0) {
             out.push_back(w.id);
         } else if (w.text.size() > k_cache_max_len) {
-            tokenize_word(w.text, out);
-        } else if (!cache_.find(hashes[i], w.text, out)) {
+            tokenize_raw(w.text);
+        } else if (!cache_.find(hashes[i], w.text, raw, out)) {
             size_t first = out.size();
-            tokenize_word(w.text, out);
-            cache_.insert(hashes[i], w.text, out.data() + first, out.size() - first);
+            tokenize_raw(w.text);
+            cache_.insert(hashes[i], w.text, raw, out.data() + first, out.size() - first);
         }
     }
 }
@@ -246,35 +264,17 @@ int32_t BpeModel::char_id(std::string_view ch) const {
 }
 
 void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) const {
-    struct Symbol {
-        int32_t id;          // -1 once merged into its left neighbour
-        int32_t prev, next;  // -1 at the ends
-    };
-    struct Candidate {
-        int32_t rank, pos, new_id;
-        bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-    };
-    if (!piece.empty() && utf8_char_len(piece, 0) == piece.size() && continuing_subword_prefix_.empty() &&
-        end_of_word_suffix_.empty()) {
+    bool affixes = !continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty();
+    if (!piece.empty() && !affixes && utf8_char_len(piece, 0) == piece.size()) {
         if (int32_t id = char_id(piece); id >= 0) {  // one character with its own token
             out.push_back(id);
             return;
         }
     }
-    // Reused between calls: a word costs no allocation once the buffers have grown.
-    thread_local std::vector<Symbol> sym;
-    thread_local std::vector<Candidate> heap;
-    sym.clear();
-    heap.clear();
-    auto add = [&](int32_t id) {
-        int32_t idx = static_cast<int32_t>(sym.size());
-        sym.push_back({id, idx - 1, -1});
-        if (idx > 0) sym[static_cast<size_t>(idx - 1)].next = idx;
-    };
-
     // 1. One symbol per character: the vocab entry, else its "<0xNN>" bytes, else <unk> (runs of
     //    unknown characters fuse into one <unk> when fuse_unk is set).
-    bool affixes = !continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty();
+    thread_local std::vector<int32_t> sym;  // reused: a word costs no allocation once it has grown
+    sym.clear();
     bool pending_unk = false;
     std::string key;
     for (size_t i = 0; i < piece.size();) {
@@ -293,56 +293,109 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
             if (auto it = vocab_.find(key); it != vocab_.end()) id = it->second;
         }
         if (id >= 0) {
-            if (pending_unk) add(*unk_id_), pending_unk = false;
-            add(id);
+            if (pending_unk) sym.push_back(*unk_id_), pending_unk = false;
+            sym.push_back(id);
             continue;
         }
         if (byte_fallback_) {
             bool all = true;
             for (char c : ch) all &= byte_ids_[static_cast<uint8_t>(c)] >= 0;
             if (all) {
-                if (pending_unk) add(*unk_id_), pending_unk = false;
-                for (char c : ch) add(byte_ids_[static_cast<uint8_t>(c)]);
+                if (pending_unk) sym.push_back(*unk_id_), pending_unk = false;
+                for (char c : ch) sym.push_back(byte_ids_[static_cast<uint8_t>(c)]);
                 continue;
             }
         }
         if (unk_id_) {
-            if (pending_unk && !fuse_unk_) add(*unk_id_);
+            if (pending_unk && !fuse_unk_) sym.push_back(*unk_id_);
             pending_unk = true;
         }
         // No unk token and no fallback: `tokenizers` drops the character.
     }
-    if (pending_unk) add(*unk_id_);
+    if (pending_unk) sym.push_back(*unk_id_);
 
     // 2. Merge the lowest-ranked adjacent pair (leftmost on ties) until none is left.
     if (sym.size() > 1 && !merges_.empty()) {
-        auto push_pair = [&](int32_t pos) {
-            int32_t nx = sym[static_cast<size_t>(pos)].next;
-            if (nx < 0) return;
-            if (const Merge* m = merges_.find(pair_key(sym[static_cast<size_t>(pos)].id, sym[static_cast<size_t>(nx)].id))) {
-                heap.push_back({m->rank, pos, m->new_id});
-                std::push_heap(heap.begin(), heap.end(), std::greater<>());
-            }
-        };
-        for (int32_t p = 0; p + 1 < static_cast<int32_t>(sym.size()); ++p) push_pair(p);
-        while (!heap.empty()) {
-            std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-            Candidate c = heap.back();
-            heap.pop_back();
-            Symbol& left = sym[static_cast<size_t>(c.pos)];
-            if (left.id < 0 || left.next < 0) continue;
-            Symbol& right = sym[static_cast<size_t>(left.next)];
-            const Merge* m = merges_.find(pair_key(left.id, right.id));
-            if (!m || m->new_id != c.new_id) continue;  // stale: that pair has changed since
-            left.id = c.new_id;
-            right.id = -1;
-            left.next = right.next;
-            if (right.next >= 0) sym[static_cast<size_t>(right.next)].prev = c.pos;
-            if (left.prev >= 0) push_pair(left.prev);
-            push_pair(c.pos);
-        }
+        if (sym.size() <= k_small_word)
+            merge_small(sym);
+        else
+            merge_heap(sym);
     }
-    for (int32_t p = sym.empty() ? -1 : 0; p >= 0; p = sym[static_cast<size_t>(p)].next) out.push_back(sym[static_cast<size_t>(p)].id);
+    out.insert(out.end(), sym.begin(), sym.end());
+}
+
+// Most words have a handful of symbols: rescanning the pairs for the best one costs less than
+// heap upkeep, and all first probes of the merge table are issued before any is waited for.
+void BpeModel::merge_small(std::vector<int32_t>& sym) const {
+    int32_t rank[k_small_word], new_id[k_small_word];  // of the pair (sym[i], sym[i + 1])
+    size_t n = sym.size();
+    auto set_pair = [&](size_t i) {
+        const Merge* m = merges_.find(pair_key(sym[i], sym[i + 1]));
+        rank[i] = m ? m->rank : INT32_MAX;
+        new_id[i] = m ? m->new_id : -1;
+    };
+    for (size_t i = 0; i + 1 < n; ++i) merges_.prefetch(pair_key(sym[i], sym[i + 1]));
+    for (size_t i = 0; i + 1 < n; ++i) set_pair(i);
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; ++i)
+            if (rank[i] < rank[best]) best = i;  // strict: the leftmost of equal ranks
+        if (rank[best] == INT32_MAX) break;
+        sym[best] = new_id[best];
+        // Drop symbol best + 1 and pair best + 1 (pair best is recomputed below).
+        for (size_t i = best + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
+        for (size_t i = best + 1; i + 2 < n; ++i) rank[i] = rank[i + 1], new_id[i] = new_id[i + 1];
+        --n;
+        if (best > 0) set_pair(best - 1);
+        if (best + 1 < n) set_pair(best);
+    }
+    sym.resize(n);
+}
+
+// Long words: `tokenizers`' Word::merge_all, a min-heap of (rank, position) candidates over a
+// linked list of symbols, stale candidates skipped when popped: O(n log n).
+void BpeModel::merge_heap(std::vector<int32_t>& ids) const {
+    struct Symbol {
+        int32_t id;          // -1 once merged into its left neighbour
+        int32_t prev, next;  // -1 at the ends
+    };
+    struct Candidate {
+        int32_t rank, pos, new_id;
+        bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    thread_local std::vector<Symbol> sym;
+    thread_local std::vector<Candidate> heap;
+    sym.clear();
+    heap.clear();
+    for (size_t i = 0; i < ids.size(); ++i)
+        sym.push_back({ids[i], static_cast<int32_t>(i) - 1, i + 1 < ids.size() ? static_cast<int32_t>(i + 1) : -1});
+    auto push_pair = [&](int32_t pos) {
+        int32_t nx = sym[static_cast<size_t>(pos)].next;
+        if (nx < 0) return;
+        if (const Merge* m = merges_.find(pair_key(sym[static_cast<size_t>(pos)].id, sym[static_cast<size_t>(nx)].id))) {
+            heap.push_back({m->rank, pos, m->new_id});
+            std::push_heap(heap.begin(), heap.end(), std::greater<>());
+        }
+    };
+    for (int32_t p = 0; p + 1 < static_cast<int32_t>(sym.size()); ++p) push_pair(p);
+    while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+        Candidate c = heap.back();
+        heap.pop_back();
+        Symbol& left = sym[static_cast<size_t>(c.pos)];
+        if (left.id < 0 || left.next < 0) continue;
+        Symbol& right = sym[static_cast<size_t>(left.next)];
+        const Merge* m = merges_.find(pair_key(left.id, right.id));
+        if (!m || m->new_id != c.new_id) continue;  // stale: that pair has changed since
+        left.id = c.new_id;
+        right.id = -1;
+        left.next = right.next;
+        if (right.next >= 0) sym[static_cast<size_t>(right.next)].prev = c.pos;
+        if (left.prev >= 0) push_pair(left.prev);
+        push_pair(c.pos);
+    }
+    ids.clear();
+    for (int32_t p = 0; p >= 0; p = sym[static_cast<size_t>(p)].next) ids.push_back(sym[static_cast<size_t>(p)].id);
 }
 
 }  // namespace tt::tok

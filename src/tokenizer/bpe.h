@@ -72,6 +72,7 @@ private:
             }
         }
         bool empty() const { return size_ == 0; }
+        void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[slot_of(key)]); }
 
     private:
         static constexpr uint64_t k_empty = ~uint64_t{0};  // ids are >= 0, so no pair has this key
@@ -88,6 +89,11 @@ private:
     // One word (a piece, or a part of one between sep_ splits) without the cache.
     void tokenize_word(std::string_view word, std::vector<int32_t>& out) const;
     void merge_word(std::string_view piece, std::vector<int32_t>& out) const;
+    // The merge loop on symbol ids, in place: by rescanning (at most k_small_word symbols) or
+    // with a heap.
+    static constexpr size_t k_small_word = 48;
+    void merge_small(std::vector<int32_t>& sym) const;
+    void merge_heap(std::vector<int32_t>& sym) const;
     // The derived tables: single-character ids, byte-fallback ids, merge table, sep_ splits.
     void finish(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);
     void find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);

@@ -303,6 +303,23 @@ SplitBehavior parse_behavior(const json& j, const std::string& ctx) {
          ctx, b);
 }
 
+}  // namespace
+
+void Pieces::map_byte_level() {
+    std::string mapped;
+    mapped.reserve(text.size() * 2);
+    for (auto& [b, e] : spans) {
+        size_t nb = mapped.size();
+        append_byte_level(mapped, std::string_view(text).substr(b, e - b));
+        b = nb;
+        e = mapped.size();
+    }
+    text = std::move(mapped);
+    byte_level = false;
+}
+
+namespace {
+
 // Splits the piece s (at offset `base` of its buffer) around `matches` the way
 // NormalizedString::split does for each behavior, appending the resulting spans; empty pieces are
 // dropped.
@@ -383,6 +400,7 @@ public:
         : pattern_(json{{"Regex", regex}}, ctx, "pre-tokenizer"), behavior_(b), invert_(false) {}
     // The text stays; only the spans are replaced by those of the sub-pieces.
     void split(Pieces& pieces, bool) const override {
+        if (pieces.byte_level) pieces.map_byte_level();
         thread_local std::vector<std::pair<size_t, size_t>> matches;
         std::vector<std::pair<size_t, size_t>> out;
         out.reserve(pieces.size() * 2);
@@ -409,38 +427,36 @@ public:
         : add_prefix_space_(get_bool(j, "add_prefix_space", true)) {
         if (get_bool(j, "use_regex", true)) regex_ = std::make_unique<Regex>(k_gpt2_regex, ctx + ": ByteLevel");
     }
+    // Splits (GPT-2 regex) and adds the prefix space; the byte mapping itself is left pending.
     void split(Pieces& pieces, bool) const override {
+        if (pieces.byte_level) pieces.map_byte_level();  // a second ByteLevel maps the first's output
+        if (!add_prefix_space_ && !regex_) {  // Qwen, Llama 3: only the (pending) mapping
+            std::erase_if(pieces.spans, [](const auto& sp) { return sp.first == sp.second; });
+            pieces.byte_level = true;
+            return;
+        }
         Pieces out;
-        out.text.reserve(pieces.text.size() * 2 + pieces.size());
+        out.text.reserve(pieces.text.size() + pieces.size());
         out.spans.reserve(pieces.size());
-        thread_local std::string prefixed;
-        thread_local std::vector<std::pair<size_t, size_t>> matches, sub;
+        thread_local std::vector<std::pair<size_t, size_t>> matches;
         for (size_t k = 0; k < pieces.size(); ++k) {
+            size_t b = out.text.size();
             std::string_view p = pieces[k];
-            if (add_prefix_space_ && (p.empty() || p[0] != ' ')) {
-                prefixed.assign(1, ' ');
-                prefixed.append(p);
-                p = prefixed;
-            }
+            if (add_prefix_space_ && (p.empty() || p[0] != ' ')) out.text.push_back(' ');
+            out.text.append(p);
+            std::string_view q = std::string_view(out.text).substr(b);
             if (regex_) {
-                regex_->find_all(p, matches);
-                sub.clear();
-                split_pieces(p, 0, matches, SplitBehavior::isolated, false, sub);
-                for (auto [b, e] : sub) append_mapped(p.substr(b, e - b), out);
-            } else if (!p.empty()) {
-                append_mapped(p, out);
+                regex_->find_all(q, matches);
+                split_pieces(q, b, matches, SplitBehavior::isolated, false, out.spans);
+            } else if (!q.empty()) {
+                out.spans.emplace_back(b, out.text.size());
             }
         }
+        out.byte_level = true;
         pieces = std::move(out);
     }
 
 private:
-    static void append_mapped(std::string_view bytes, Pieces& out) {
-        size_t b = out.text.size();
-        append_byte_level(out.text, bytes);
-        out.spans.emplace_back(b, out.text.size());
-    }
-
     bool add_prefix_space_;
     std::unique_ptr<Regex> regex_;
 };
@@ -465,6 +481,7 @@ public:
           scheme_(parse_prepend_scheme(j, ctx)),
           split_(get_bool(j, "split", true)) {}
     void split(Pieces& pieces, bool at_start) const override {
+        if (pieces.byte_level) pieces.map_byte_level();
         Pieces out;
         out.text.reserve(pieces.text.size() * 2 + replacement_.size());
         thread_local std::vector<std::pair<size_t, size_t>> matches;

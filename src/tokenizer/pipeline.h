@@ -25,12 +25,19 @@ public:
 struct Pieces {
     std::string text;
     std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) of each piece in text
+    // The pieces are raw bytes that the ByteLevel pre-tokenizer maps to GPT-2 characters: the
+    // mapping is left to the model, which needs it only for words missing from its cache (and
+    // whose cache is then keyed by the shorter raw bytes). A later stage maps them first.
+    bool byte_level = false;
 
     // One piece holding s (even when s is empty: ByteLevel's prefix space applies to it).
     void reset(std::string_view s) {
         text.assign(s);
         spans.assign(1, {0, s.size()});
+        byte_level = false;
     }
+    // Applies a pending ByteLevel mapping.
+    void map_byte_level();
     size_t size() const { return spans.size(); }
     std::string_view operator[](size_t k) const {
         return std::string_view(text).substr(spans[k].first, spans[k].second - spans[k].first);

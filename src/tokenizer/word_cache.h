@@ -39,7 +39,8 @@ public:
     void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[static_cast<size_t>(h) & mask_ & ~size_t{1}]); }
 
     // Appends the cached ids of `key` (whose hash() is `h`) to `out`; false if not cached.
-    bool find(uint64_t h, std::string_view key, std::vector<int32_t>& out) const {
+    // `raw`: the key is in the model's raw-byte form (see Pieces::byte_level), a separate key space.
+    bool find(uint64_t h, std::string_view key, bool raw, std::vector<int32_t>& out) const {
         size_t set = static_cast<size_t>(h) & mask_ & ~size_t{1};
         const auto tag = static_cast<uint32_t>(h >> 32);
         for (size_t w = 0; w < 2; ++w) {
@@ -51,8 +52,8 @@ public:
             std::atomic_thread_fence(std::memory_order_acquire);
             if (s.head.load(std::memory_order_relaxed) != head) continue;  // overwritten meanwhile
             const auto* bytes = reinterpret_cast<const unsigned char*>(buf);
-            size_t key_len = bytes[0], n_ids = bytes[1];
-            if (key_len != key.size() || std::memcmp(bytes + 2, key.data(), key_len) != 0) continue;
+            size_t key_len = bytes[0] & 0x7F, n_ids = bytes[1];
+            if (bytes[0] != (key.size() | (raw ? 0x80 : 0)) || std::memcmp(bytes + 2, key.data(), key_len) != 0) continue;
             size_t at = out.size();
             out.resize(at + n_ids);
             std::memcpy(out.data() + at, bytes + 2 + key_len, n_ids * sizeof(int32_t));
@@ -62,7 +63,7 @@ public:
     }
 
     // Stores key -> ids (no-op if they do not fit one entry or the entry is being written).
-    void insert(uint64_t h, std::string_view key, const int32_t* ids, size_t n_ids) const {
+    void insert(uint64_t h, std::string_view key, bool raw, const int32_t* ids, size_t n_ids) const {
         if (!fits(key.size(), n_ids)) return;
         size_t set = static_cast<size_t>(h) & mask_ & ~size_t{1};
         // An empty way if there is one, else a way picked by the hash (the set's two words stay
@@ -80,7 +81,7 @@ public:
             return;
         uint64_t buf[k_words] = {};
         auto* bytes = reinterpret_cast<unsigned char*>(buf);
-        bytes[0] = static_cast<unsigned char>(key.size());
+        bytes[0] = static_cast<unsigned char>(key.size() | (raw ? 0x80 : 0));
         bytes[1] = static_cast<unsigned char>(n_ids);
         std::memcpy(bytes + 2, key.data(), key.size());
         std::memcpy(bytes + 2 + key.size(), ids, n_ids * sizeof(int32_t));
@@ -91,13 +92,13 @@ public:
     static bool fits(size_t key_len, size_t n_ids) { return 2 + key_len + n_ids * sizeof(int32_t) <= k_words * 8; }
 
 private:
-    static constexpr size_t k_words = 7;  // 56 bytes: key length, id count, key bytes, ids
+    static constexpr size_t k_words = 7;  // 56 bytes: key length | raw << 7, id count, key bytes, ids
     struct alignas(64) Slot {
         std::atomic<uint64_t> head{0};  // hash tag << 32 | sequence number (odd while written)
         std::atomic<uint64_t> data[k_words] = {};
     };
     size_t mask_ = 0;
-    std::unique_ptr<Slot[]> slots_;
+    std::unique_ptr<Slot[]> slots_;  // written through const (thread-safe) calls
 };
 
 }  // namespace tt::tok

@@ -93,12 +93,13 @@ TEST(WordCache, FindsWhatWasInsertedAndNeverAnotherKeysIds) {
     {
         std::vector<int32_t> out;
         auto ids = ids_for(3);
-        cache.insert(tok::WordCache::hash(keys[3]), keys[3], ids.data(), ids.size());
-        ASSERT_TRUE(cache.find(tok::WordCache::hash(keys[3]), keys[3], out));
+        cache.insert(tok::WordCache::hash(keys[3]), keys[3], false, ids.data(), ids.size());
+        ASSERT_TRUE(cache.find(tok::WordCache::hash(keys[3]), keys[3], false, out));
         EXPECT_EQ(out, ids);
+        EXPECT_FALSE(cache.find(tok::WordCache::hash(keys[3]), keys[3], true, out));  // raw bytes: another key space
         std::string long_key(60, 'z');
-        cache.insert(tok::WordCache::hash(long_key), long_key, ids.data(), ids.size());
-        EXPECT_FALSE(cache.find(tok::WordCache::hash(long_key), long_key, out));
+        cache.insert(tok::WordCache::hash(long_key), long_key, false, ids.data(), ids.size());
+        EXPECT_FALSE(cache.find(tok::WordCache::hash(long_key), long_key, false, out));
     }
     std::atomic<size_t> hits{0}, wrong{0};
     std::vector<std::thread> threads;
@@ -110,12 +111,12 @@ TEST(WordCache, FindsWhatWasInsertedAndNeverAnotherKeysIds) {
                 int k = static_cast<int>(rng() % keys.size());
                 uint64_t h = tok::WordCache::hash(keys[static_cast<size_t>(k)]);
                 out.clear();
-                if (cache.find(h, keys[static_cast<size_t>(k)], out)) {
+                if (cache.find(h, keys[static_cast<size_t>(k)], false, out)) {
                     ++hits;
                     if (out != ids_for(k)) ++wrong;
                 } else {
                     auto ids = ids_for(k);
-                    cache.insert(h, keys[static_cast<size_t>(k)], ids.data(), ids.size());
+                    cache.insert(h, keys[static_cast<size_t>(k)], false, ids.data(), ids.size());
                 }
             }
         });
@@ -148,6 +149,31 @@ TEST(BpeModel, SplitsOnlyWhereNoMergeCrosses) {
     // Without an unk token the unknown character vanishes and "a" meets "▁": no cut there.
     auto no_unk = spm_model(false);
     EXPECT_EQ(no_unk->encode("a\xC3\xA9 b", false), (std::vector<int32_t>{5}));
+}
+
+// GPT-2 style ByteLevel pre-tokenizer (prefix space, its own regex), which hands the model raw
+// bytes to map: ids as worked out by hand, and the same when a later stage forces the mapping.
+TEST(BpeModel, ByteLevelWithPrefixSpaceAndRegex) {
+    json vocab = json::object();
+    for (int b = 0; b < 256; ++b) {
+        std::string s;
+        tok::utf8_append(s, tok::byte_to_char(static_cast<uint8_t>(b)));
+        vocab[s] = b;  // id = byte value
+    }
+    vocab["\xC4\xA0H"] = 256;  // "ĠH"
+    vocab["\xC4\xA0w"] = 257;  // "Ġw"
+    json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xC4\xA0 H", "\xC4\xA0 w"}}};
+    json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+    auto gpt2 = Tokenizer::from_hf(json{{"pre_tokenizer", byte_level}, {"model", model}}.dump(), "", "gpt2-test");
+    // " Hello" " " " world" "!" (the prefix space added; "\s+(?!\S)" leaves one space to " world")
+    const std::vector<int32_t> want = {256, 'e', 'l', 'l', 'o', ' ', 257, 'o', 'r', 'l', 'd', '!'};
+    EXPECT_EQ(gpt2->encode("Hello  world!", false), want);
+    EXPECT_EQ(gpt2->encode("Hello  world!", false), want);  // again, from the cache
+    json seq = {{"type", "Sequence"},
+                {"pretokenizers", {byte_level, {{"type", "Split"}, {"pattern", {{"String", "#"}}}, {"behavior", "Isolated"}}}}};
+    auto mapped_first = Tokenizer::from_hf(json{{"pre_tokenizer", seq}, {"model", model}}.dump(), "", "gpt2-seq-test");
+    EXPECT_EQ(mapped_first->encode("Hello  world!", false), want);
+    EXPECT_EQ(mapped_first->encode("Hello  world!", false), want);
 }
 
 TEST(Tokenizer, ConcurrentEncodeEqualsSingleThread) {
