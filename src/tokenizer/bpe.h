@@ -4,13 +4,15 @@
 // TinyStories: "▁" for spaces, "<0xNN>" byte tokens for characters outside the vocab).
 //
 // A piece is merged with a min-heap of candidate pairs over a linked list of symbols, so a word of
-// n characters costs O(n log n), never O(n^2); results for short pieces are cached.
+// n characters costs O(n log n), never O(n^2); results for short pieces are cached (word_cache.h).
 #pragma once
+
+#include "tokenizer/pipeline.h"
+#include "tokenizer/word_cache.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,8 +33,17 @@ public:
     // `model` is tokenizer.json's "model" object; throws tt::Error naming `context` on bad input.
     BpeModel(const nlohmann::json& model, const std::string& context);
 
-    // Appends the ids of one pre-tokenized piece to `out`.
-    void tokenize(std::string_view piece, std::vector<int32_t>& out) const;
+    // A model given directly (llama2.c): the token strings by id (of equal strings, the first is
+    // the one looked up), the merges as (left id, right id, result id, rank: lower merges first),
+    // byte fallback through the "<0xNN>" tokens, no unk. `sep`: the character in front of which
+    // pieces may be split where no merge crosses (see sep_).
+    struct PairMerge {
+        int32_t left, right, result, rank;
+    };
+    BpeModel(std::vector<std::string> tokens, const std::vector<PairMerge>& merges, const std::string& sep);
+
+    // Appends the ids of the pre-tokenized pieces to `out`. Thread-safe.
+    void tokenize(const Pieces& pieces, std::vector<int32_t>& out) const;
 
     std::optional<int32_t> token_to_id(std::string_view token) const;
     // nullptr for ids with no vocab entry (holes, or ids of added tokens beyond the vocab).
@@ -48,12 +59,51 @@ private:
     static uint64_t pair_key(int32_t a, int32_t b) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
     }
+    // Open-addressing (linear probing) map pair_key -> Merge: the merge loop probes it once per
+    // candidate pair, and one probe is about one cache line instead of a chained node walk.
+    class MergeTable {
+    public:
+        void build(const std::vector<std::pair<uint64_t, Merge>>& entries);
+        const Merge* find(uint64_t key) const {
+            for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
+                const Entry& e = slots_[i];
+                if (e.key == key) return &e.merge;
+                if (e.key == k_empty) return nullptr;
+            }
+        }
+        bool empty() const { return size_ == 0; }
+        void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[slot_of(key)]); }
+
+    private:
+        static constexpr uint64_t k_empty = ~uint64_t{0};  // ids are >= 0, so no pair has this key
+        struct Entry {
+            uint64_t key = k_empty;
+            Merge merge{};
+        };
+        size_t slot_of(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+        std::vector<Entry> slots_{1};
+        size_t mask_ = 0, size_ = 0;
+        int shift_ = 63;
+    };
+
+    // One word (a piece, or a part of one between sep_ splits) without the cache.
+    void tokenize_word(std::string_view word, std::vector<int32_t>& out) const;
     void merge_word(std::string_view piece, std::vector<int32_t>& out) const;
+    // The merge loop on symbol ids, in place: by rescanning (at most k_small_word symbols) or
+    // with a heap.
+    static constexpr size_t k_small_word = 48;
+    void merge_small(std::vector<int32_t>& sym) const;
+    void merge_heap(std::vector<int32_t>& sym) const;
+    // The derived tables: single-character ids, byte-fallback ids, merge table, sep_ splits.
+    void finish(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);
+    void find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& entries, const std::string& sep);
+    // The symbol id of one character, or -1 when it has no vocab entry.
+    int32_t char_id(std::string_view ch) const;
 
     VocabMap vocab_;
     std::vector<std::string> id_to_token_;
     std::vector<bool> has_token_;
-    std::unordered_map<uint64_t, Merge> merges_;
+    MergeTable merges_;
     std::optional<int32_t> unk_id_;
     bool fuse_unk_ = false;
     bool byte_fallback_ = false;
@@ -66,11 +116,23 @@ private:
     static constexpr char32_t k_small_chars = 0x400;
     std::vector<int32_t> small_char_ids_;
 
-    // Cache of piece -> ids, as in `tokenizers` (bounded; pieces longer than k_cache_max_len skip it).
-    static constexpr size_t k_cache_capacity = 10000;
-    static constexpr size_t k_cache_max_len = 256;
-    mutable std::mutex cache_mutex_;
-    mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+    // note: SentencePiece-style models without a word-splitting pre-tokenizer (Gemma, TinyStories)
+    // hand the model whole lines. A merge joins two adjacent symbols into a token whose string
+    // contains both, so if no merge result contains "x▁", no merge ever crosses the gap between a
+    // character x and a following "▁": the piece splits there into words with identical results,
+    // and the words hit the cache. sep_ is "▁" (llama2.c: " ") when that applies (vocab has it,
+    // no subword prefix/suffix), joins_before_sep_ the sorted characters x that do occur before "▁" in a
+    // merge result, fallback_merges_ whether any merge involves a byte-fallback or unk token (then
+    // a character without its own token is never a safe left side; nor is it unless
+    // fallback_total_, an unk token or all 256 byte tokens, guarantees it leaves a symbol instead
+    // of being dropped).
+    std::string sep_;
+    std::vector<char32_t> joins_before_sep_;
+    bool fallback_merges_ = false;
+    bool fallback_total_ = false;
+
+    static constexpr size_t k_cache_max_len = 48;  // longer pieces skip the cache (they rarely repeat)
+    WordCache cache_;
 };
 
 }  // namespace tt::tok

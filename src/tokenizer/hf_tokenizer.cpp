@@ -118,22 +118,25 @@ public:
             fail("{}: input text is not valid UTF-8 (byte 0x{:02X} at offset {})", context_,
                  static_cast<uint8_t>(text[*bad]), *bad);
         std::vector<int32_t> ids;
+        ids.reserve(text.size() / 3 + 8);  // ~2.5-4 bytes per token in practice
         if (add_special_tokens) ids = prefix_ids_;
+        std::string norm;
+        tok::Pieces pieces;
         for (const Segment& seg : find_added(text, raw_trie_)) {
             if (seg.token >= 0) {
                 ids.push_back(added_[static_cast<size_t>(seg.token)].id);
                 continue;
             }
-            std::string norm(text.substr(seg.begin, seg.end - seg.begin));
+            norm.assign(text.substr(seg.begin, seg.end - seg.begin));
             if (normalizer_) normalizer_->normalize(norm);
             for (const Segment& s2 : find_added(norm, normalized_trie_)) {
                 if (s2.token >= 0) {
                     ids.push_back(added_[static_cast<size_t>(s2.token)].id);
                     continue;
                 }
-                std::vector<std::string> pieces{norm.substr(s2.begin, s2.end - s2.begin)};
+                pieces.reset(std::string_view(norm).substr(s2.begin, s2.end - s2.begin));
                 if (pre_tokenizer_) pre_tokenizer_->split(pieces, seg.begin == 0 && s2.begin == 0);
-                for (const auto& p : pieces) model_->tokenize(p, ids);
+                model_->tokenize(pieces, ids);
             }
         }
         if (add_special_tokens) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());

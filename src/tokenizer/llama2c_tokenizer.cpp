@@ -4,7 +4,8 @@
 //
 // encode (run.c encode()): BOS if asked, a dummy-prefix " " token for non-empty text, one token
 // per UTF-8 character (its bytes + 3 when the character is not in the vocab), then repeatedly
-// merge the adjacent pair whose concatenation has the highest score (leftmost on ties).
+// merge the adjacent pair whose concatenation has the highest score (leftmost on ties). That is
+// run as a tok::BpeModel with ranked pair merges (its cache and word splits included).
 // decode (run.c decode()): pieces concatenated, "<0xNN>" as raw bytes, and the leading space of
 // the first piece after BOS (or at the start of the sequence, as SentencePiece does) dropped.
 #include "core/error.h"
@@ -13,7 +14,8 @@
 #include "tokenizer/unicode.h"
 
 #include <cstring>
-#include <queue>
+#include <unordered_map>
+#include <algorithm>
 
 namespace tt {
 
@@ -52,6 +54,7 @@ public:
             fail("{}: llama2.c tokenizer has {} tokens; expected at least 259 (<unk>, <s>, </s>, 256 bytes)", ctx,
                  pieces_.size());
         for (size_t i = 0; i < pieces_.size(); ++i) lookup_.emplace(pieces_[i], static_cast<int32_t>(i));  // first wins
+        model_ = std::make_unique<tok::BpeModel>(pieces_, merges(), " ");
         bos_id_ = k_bos_id;
         eos_ids_ = {k_eos_id};
         bos_token_ = "<s>";
@@ -66,20 +69,14 @@ public:
         std::vector<int32_t> ids;
         if (add_special_tokens) ids.push_back(k_bos_id);
         if (text.empty()) return ids;
-        std::vector<int32_t> sym;
-        if (auto it = lookup_.find(std::string_view(" ")); it != lookup_.end()) sym.push_back(it->second);
-        for (size_t i = 0; i < text.size();) {
-            size_t n = tok::utf8_char_len(text, i);
-            std::string_view ch = text.substr(i, n);
-            i += n;
-            if (auto it = lookup_.find(ch); it != lookup_.end()) {
-                sym.push_back(it->second);
-            } else {
-                for (char c : ch) sym.push_back(static_cast<int32_t>(static_cast<uint8_t>(c)) + k_first_byte_id);
-            }
-        }
-        merge(sym);
-        ids.insert(ids.end(), sym.begin(), sym.end());
+        // The dummy prefix is the " " token, the same symbol a leading space character gets.
+        tok::Pieces pieces;
+        bool dummy = lookup_.contains(std::string_view(" "));
+        pieces.text.reserve(text.size() + 1);
+        if (dummy) pieces.text.push_back(' ');
+        pieces.text.append(text);
+        pieces.spans.assign(1, {0, pieces.text.size()});
+        model_->tokenize(pieces, ids);
         return ids;
     }
 
@@ -127,56 +124,57 @@ public:
     bool is_special(int32_t id) const override { return id == k_unk_id || id == k_bos_id || id == k_eos_id; }
 
 private:
-    // run.c's merge loop ("find the best consecutive pair, merge, repeat") with a max-heap of
-    // (score, position) candidates instead of a rescan, so it is O(n log n) in the text length.
-    void merge(std::vector<int32_t>& sym) const {
-        struct Node {
-            int32_t id, prev, next;
-            bool alive;
+    // run.c's merge loop ("merge the consecutive pair whose concatenation is the best-scoring
+    // token, leftmost on ties, until none is left") is BPE with one merge per (left, right) token
+    // pair whose concatenation is in the vocab, ranked by that token's score. The pairs come from
+    // splitting every token's string in two at each byte; a string's id is the first token with
+    // it (what run.c's lookup returns), and byte tokens "<0xNN>" take part under their own ids.
+    // note: run.c starts from best_score = -1e10 with a strict ">", so a token scoring -1e10 or
+    // less (or NaN) is never merged into; those pairs are left out.
+    std::vector<tok::BpeModel::PairMerge> merges() const {
+        // Symbols are first-of-their-string ids, and byte tokens (which may not be first).
+        std::unordered_map<std::string_view, std::vector<int32_t>> byte_tokens;
+        for (int32_t id = k_first_byte_id; id < k_first_byte_id + 256; ++id)
+            if (lookup_.find(pieces_[static_cast<size_t>(id)])->second != id) byte_tokens[pieces_[static_cast<size_t>(id)]].push_back(id);
+        auto symbol_ids = [&](std::string_view s, std::vector<int32_t>& out) {
+            out.clear();
+            if (auto it = lookup_.find(s); it != lookup_.end()) out.push_back(it->second);
+            if (auto it = byte_tokens.find(s); it != byte_tokens.end()) out.insert(out.end(), it->second.begin(), it->second.end());
         };
-        std::vector<Node> nodes(sym.size());
-        for (size_t i = 0; i < sym.size(); ++i)
-            nodes[i] = {sym[i], static_cast<int32_t>(i) - 1, i + 1 < sym.size() ? static_cast<int32_t>(i + 1) : -1, true};
-        struct Candidate {
-            float score;
-            int32_t pos, new_id;
-            bool operator<(const Candidate& o) const { return score != o.score ? score < o.score : pos > o.pos; }
-        };
-        std::priority_queue<Candidate> heap;
-        std::string buf;
-        auto merged_id = [&](int32_t pos) -> int32_t {
-            int32_t nx = nodes[static_cast<size_t>(pos)].next;
-            if (nx < 0) return -1;
-            buf = pieces_[static_cast<size_t>(nodes[static_cast<size_t>(pos)].id)];
-            buf += pieces_[static_cast<size_t>(nodes[static_cast<size_t>(nx)].id)];
-            auto it = lookup_.find(buf);
-            return it == lookup_.end() ? -1 : it->second;
-        };
-        auto push = [&](int32_t pos) {
-            if (int32_t id = merged_id(pos); id >= 0) heap.push({scores_[static_cast<size_t>(id)], pos, id});
-        };
-        for (int32_t i = 0; i + 1 < static_cast<int32_t>(nodes.size()); ++i) push(i);
-        while (!heap.empty()) {
-            Candidate c = heap.top();
-            heap.pop();
-            Node& left = nodes[static_cast<size_t>(c.pos)];
-            if (!left.alive || merged_id(c.pos) != c.new_id) continue;  // stale
-            Node& right = nodes[static_cast<size_t>(left.next)];
-            left.id = c.new_id;
-            right.alive = false;
-            left.next = right.next;
-            if (right.next >= 0) nodes[static_cast<size_t>(right.next)].prev = c.pos;
-            if (left.prev >= 0) push(left.prev);
-            push(c.pos);
+        std::vector<std::pair<float, tok::BpeModel::PairMerge>> found;
+        std::vector<int32_t> left, right;
+        for (size_t id = 0; id < pieces_.size(); ++id) {
+            const std::string& p = pieces_[id];
+            auto it = lookup_.find(p);
+            float score = scores_[id];
+            if (it == lookup_.end() || it->second != static_cast<int32_t>(id) || !(score > -1e10f)) continue;
+            for (size_t k = 1; k < p.size(); ++k) {
+                std::string_view sv(p);
+                symbol_ids(sv.substr(0, k), left);
+                if (left.empty()) continue;
+                symbol_ids(sv.substr(k), right);
+                for (int32_t a : left)
+                    for (int32_t b : right) found.push_back({score, {a, b, static_cast<int32_t>(id), 0}});
+            }
         }
-        sym.clear();
-        for (int32_t p = nodes.empty() ? -1 : 0; p >= 0; p = nodes[static_cast<size_t>(p)].next)
-            sym.push_back(nodes[static_cast<size_t>(p)].id);
+        // Dense ranks: equal scores share a rank, so ties fall to the leftmost pair as in run.c.
+        std::vector<float> scores;
+        for (const auto& f : found) scores.push_back(f.first);
+        std::sort(scores.begin(), scores.end(), std::greater<>());
+        scores.erase(std::unique(scores.begin(), scores.end()), scores.end());
+        std::vector<tok::BpeModel::PairMerge> out;
+        out.reserve(found.size());
+        for (auto& [score, pm] : found) {
+            pm.rank = static_cast<int32_t>(std::lower_bound(scores.begin(), scores.end(), score, std::greater<>()) - scores.begin());
+            out.push_back(pm);
+        }
+        return out;
     }
 
     std::vector<std::string> pieces_;
     std::vector<float> scores_;
     tok::VocabMap lookup_;
+    std::unique_ptr<tok::BpeModel> model_;
 };
 
 }  // namespace

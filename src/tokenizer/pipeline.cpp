@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace tt::tok {
 
@@ -56,19 +57,24 @@ struct Pattern {
         }
     }
 
-    std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const {
-        if (regex) return regex->find_all(s);
-        std::vector<std::pair<size_t, size_t>> out;
-        if (literal.empty()) return out;
+    // Sets `out` to the match ranges in s.
+    void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
+        if (regex) {
+            regex->find_all(s, out);
+            return;
+        }
+        out.clear();
+        if (literal.empty()) return;
         for (size_t p = s.find(literal); p != std::string_view::npos; p = s.find(literal, p + literal.size()))
             out.emplace_back(p, p + literal.size());
-        return out;
     }
 
     std::string replace_all(std::string_view s, std::string_view content) const {
+        std::vector<std::pair<size_t, size_t>> matches;
+        find_all(s, matches);
         std::string out;
         size_t prev = 0;
-        for (auto [b, e] : find_all(s)) {
+        for (auto [b, e] : matches) {
             out.append(s.substr(prev, b - prev));
             out.append(content);
             prev = e;
@@ -80,26 +86,134 @@ struct Pattern {
 
 // ---------------------------------------------------------------- normalizers
 
+// note: normalizing character by character would be wrong (composition, reordering of marks), but
+// a string can be cut in front of a character X whose decomposition (under the form) starts with a
+// starter (combining class 0) that never ends a canonical decomposition, i.e. is never the second
+// half of a composition (compositions are canonical in NFKC too). Nothing before X then composes
+// with it or reorders across it, so normalize(a + X...) == normalize(a) + normalize(X...). Most
+// text is made of such characters that are also unchanged on their own (ASCII, precomposed
+// Latin, CJK): those are copied, and only the short stretches around other characters go through
+// utf8proc. The tables come from utf8proc's own data, so they match the library exactly.
+class NormTable {
+public:
+    NormTable(int options, bool compat) : cut_(k_limit, false), stable_(k_limit, false) {
+        std::vector<bool> second(k_limit, false);
+        utf8proc_int32_t buf[32];
+        auto decompose = [&](utf8proc_int32_t cp, int opts) {
+            int bound = 0;
+            return utf8proc_decompose_char(cp, buf, 32, static_cast<utf8proc_option_t>(opts), &bound);
+        };
+        auto valid = [](utf8proc_int32_t cp) { return cp < 0xD800 || cp > 0xDFFF; };  // no surrogates in UTF-8
+        for (utf8proc_int32_t cp = 0; cp < static_cast<utf8proc_int32_t>(k_limit); ++cp) {
+            if (!valid(cp)) continue;
+            utf8proc_ssize_t n = decompose(cp, UTF8PROC_DECOMPOSE);
+            for (utf8proc_ssize_t k = 1; k < n && k < 32; ++k)
+                if (buf[k] < static_cast<utf8proc_int32_t>(k_limit)) second[static_cast<size_t>(buf[k])] = true;
+        }
+        std::string one;
+        for (utf8proc_int32_t cp = 0; cp < static_cast<utf8proc_int32_t>(k_limit); ++cp) {
+            if (!valid(cp)) continue;
+            utf8proc_ssize_t n = decompose(cp, UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0));
+            if (n < 1 || n > 32) continue;
+            utf8proc_int32_t first = buf[0];
+            cut_[static_cast<size_t>(cp)] = utf8proc_get_property(first)->combining_class == 0 &&
+                                            !(first < static_cast<utf8proc_int32_t>(k_limit) && second[static_cast<size_t>(first)]);
+            if (n == 1 && buf[0] == cp) {
+                // No decomposition: unchanged alone unless it is a mark (a lone mark is unchanged too,
+                // but it is never cut in front of, so it never stands alone in a stretch).
+                stable_[static_cast<size_t>(cp)] = true;
+                continue;
+            }
+            one.clear();
+            utf8_append(one, static_cast<char32_t>(cp));
+            utf8proc_uint8_t* res = nullptr;
+            utf8proc_ssize_t m = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(one.data()),
+                                              static_cast<utf8proc_ssize_t>(one.size()), &res,
+                                              static_cast<utf8proc_option_t>(options));
+            stable_[static_cast<size_t>(cp)] = m == static_cast<utf8proc_ssize_t>(one.size()) && std::memcmp(res, one.data(), one.size()) == 0;
+            std::free(res);
+        }
+        for (char32_t c = 0; c < 0x80; ++c)
+            TT_ASSERT(cut_[c] && stable_[c], "ASCII U+{:04X} is not copied by normalization", static_cast<uint32_t>(c));
+    }
+    // Code points from U+30000 on (rare) are treated as neither: always correct, only slower.
+    bool cut(char32_t cp) const { return cp < k_limit && cut_[cp]; }
+    bool stable(char32_t cp) const { return cp < k_limit && stable_[cp]; }
+
+private:
+    static constexpr char32_t k_limit = 0x30000;
+    std::vector<bool> cut_, stable_;
+};
+
 class UnicodeNormalizer final : public Normalizer {
 public:
-    explicit UnicodeNormalizer(int options) : options_(options) {}
+    UnicodeNormalizer(int options, const NormTable& table) : options_(options), table_(table) {}
     void normalize(std::string& s) const override {
         // All four forms leave pure ASCII unchanged; most text takes this shortcut.
-        bool ascii = true;
-        for (char c : s) ascii &= static_cast<uint8_t>(c) < 0x80;
-        if (ascii) return;
-        utf8proc_uint8_t* out = nullptr;
-        utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
-                                          static_cast<utf8proc_option_t>(options_));
-        if (n < 0) fail("unicode normalization failed: {}", utf8proc_errmsg(n));
-        s.assign(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
-        std::free(out);
+        size_t i = 0;
+        while (i < s.size() && static_cast<uint8_t>(s[i]) < 0x80) ++i;
+        if (i == s.size()) return;
+        // Stretches run from one cut character to the next. A stretch of one stable character is
+        // copied; the others are normalized. ASCII is both, so the stretches can start at the
+        // ASCII character before the first non-ASCII one.
+        std::string out;
+        out.reserve(s.size() + s.size() / 8);
+        size_t seg = i > 0 ? i - 1 : 0;  // start of the current stretch
+        size_t copied = 0;               // s[copied, seg) is still to be copied verbatim
+        while (seg < s.size()) {
+            size_t end = seg;
+            bool stable = table_.stable(utf8_next(s, end));
+            size_t stretch_end = end;
+            while (stretch_end < s.size()) {
+                size_t next = stretch_end;
+                if (table_.cut(utf8_next(s, next))) break;
+                stretch_end = next;
+            }
+            if (stable && stretch_end == end) {
+                seg = end;
+                continue;
+            }
+            out.append(s, copied, seg - copied);
+            append_normalized(std::string_view(s).substr(seg, stretch_end - seg), out);
+            seg = copied = stretch_end;
+        }
+        out.append(s, copied, s.size() - copied);
+        s = std::move(out);
     }
 
 private:
+    void append_normalized(std::string_view piece, std::string& out) const {
+        utf8proc_uint8_t* res = nullptr;
+        utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(piece.data()),
+                                          static_cast<utf8proc_ssize_t>(piece.size()), &res,
+                                          static_cast<utf8proc_option_t>(options_));
+        if (n < 0) fail("unicode normalization failed: {}", utf8proc_errmsg(n));
+        out.append(reinterpret_cast<const char*>(res), static_cast<size_t>(n));
+        std::free(res);
+    }
+
     int options_;
+    const NormTable& table_;
 };
+
+// One table per form, built on first use (a few hundred thousand utf8proc lookups, ~20 ms).
+std::unique_ptr<Normalizer> make_unicode_normalizer(const std::string& form) {
+    constexpr int nfc = UTF8PROC_STABLE | UTF8PROC_COMPOSE, nfd = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
+    if (form == "NFC") {
+        static const NormTable t(nfc, false);
+        return std::make_unique<UnicodeNormalizer>(nfc, t);
+    }
+    if (form == "NFD") {
+        static const NormTable t(nfd, false);
+        return std::make_unique<UnicodeNormalizer>(nfd, t);
+    }
+    if (form == "NFKC") {
+        static const NormTable t(nfc | UTF8PROC_COMPAT, true);
+        return std::make_unique<UnicodeNormalizer>(nfc | UTF8PROC_COMPAT, t);
+    }
+    static const NormTable t(nfd | UTF8PROC_COMPAT, true);
+    return std::make_unique<UnicodeNormalizer>(nfd | UTF8PROC_COMPAT, t);
+}
 
 class LowercaseNormalizer final : public Normalizer {
 public:
@@ -189,15 +303,35 @@ SplitBehavior parse_behavior(const json& j, const std::string& ctx) {
          ctx, b);
 }
 
-// Splits `s` around `matches` the way NormalizedString::split does for each behavior; empty
-// pieces are dropped.
-void split_pieces(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches, SplitBehavior behavior,
-                  bool invert, std::vector<std::string>& out) {
+}  // namespace
+
+void Pieces::map_byte_level() {
+    std::string mapped;
+    mapped.reserve(text.size() * 2);
+    for (auto& [b, e] : spans) {
+        size_t nb = mapped.size();
+        append_byte_level(mapped, std::string_view(text).substr(b, e - b));
+        b = nb;
+        e = mapped.size();
+    }
+    text = std::move(mapped);
+    byte_level = false;
+}
+
+namespace {
+
+// Splits the piece s (at offset `base` of its buffer) around `matches` the way
+// NormalizedString::split does for each behavior, appending the resulting spans; empty pieces are
+// dropped.
+void split_pieces(std::string_view s, size_t base, const std::vector<std::pair<size_t, size_t>>& matches,
+                  SplitBehavior behavior, bool invert, std::vector<std::pair<size_t, size_t>>& out) {
     struct Range {
         size_t b, e;
         bool is_match;
     };
-    std::vector<Range> ranges;
+    thread_local std::vector<Range> ranges, merged;  // reused: no allocation per piece
+    ranges.clear();
+    merged.clear();
     size_t prev = 0;
     for (auto [b, e] : matches) {
         if (prev != b) ranges.push_back({prev, b, invert});
@@ -206,10 +340,10 @@ void split_pieces(std::string_view s, const std::vector<std::pair<size_t, size_t
     }
     if (prev != s.size() || s.empty()) ranges.push_back({prev, s.size(), invert});
 
-    std::vector<Range> merged;
+    const std::vector<Range>* result = &merged;
     switch (behavior) {
         case SplitBehavior::isolated:
-            merged = ranges;
+            result = &ranges;
             break;
         case SplitBehavior::removed:
             for (const auto& r : ranges)
@@ -251,8 +385,8 @@ void split_pieces(std::string_view s, const std::vector<std::pair<size_t, size_t
             break;
         }
     }
-    for (const auto& r : merged)
-        if (r.e > r.b) out.emplace_back(s.substr(r.b, r.e - r.b));
+    for (const auto& r : *result)
+        if (r.e > r.b) out.emplace_back(base + r.b, base + r.e);
 }
 
 class SplitPreTokenizer final : public PreTokenizer {
@@ -264,11 +398,18 @@ public:
     // Used for the fixed-regex pre-tokenizers (Whitespace, Digits, ...).
     SplitPreTokenizer(const std::string& regex, SplitBehavior b, const std::string& ctx)
         : pattern_(json{{"Regex", regex}}, ctx, "pre-tokenizer"), behavior_(b), invert_(false) {}
-    void split(std::vector<std::string>& pieces, bool) const override {
-        std::vector<std::string> out;
-        out.reserve(pieces.size());
-        for (const auto& p : pieces) split_pieces(p, pattern_.find_all(p), behavior_, invert_, out);
-        pieces = std::move(out);
+    // The text stays; only the spans are replaced by those of the sub-pieces.
+    void split(Pieces& pieces, bool) const override {
+        if (pieces.byte_level) pieces.map_byte_level();
+        thread_local std::vector<std::pair<size_t, size_t>> matches;
+        std::vector<std::pair<size_t, size_t>> out;
+        out.reserve(pieces.size() * 2);
+        for (size_t k = 0; k < pieces.size(); ++k) {
+            std::string_view p = pieces[k];
+            pattern_.find_all(p, matches);
+            split_pieces(p, pieces.spans[k].first, matches, behavior_, invert_, out);
+        }
+        pieces.spans = std::move(out);
     }
 
 private:
@@ -286,19 +427,32 @@ public:
         : add_prefix_space_(get_bool(j, "add_prefix_space", true)) {
         if (get_bool(j, "use_regex", true)) regex_ = std::make_unique<Regex>(k_gpt2_regex, ctx + ": ByteLevel");
     }
-    void split(std::vector<std::string>& pieces, bool) const override {
-        std::vector<std::string> out;
-        out.reserve(pieces.size());
-        for (auto& p : pieces) {
-            if (add_prefix_space_ && (p.empty() || p[0] != ' ')) p.insert(0, " ");
+    // Splits (GPT-2 regex) and adds the prefix space; the byte mapping itself is left pending.
+    void split(Pieces& pieces, bool) const override {
+        if (pieces.byte_level) pieces.map_byte_level();  // a second ByteLevel maps the first's output
+        if (!add_prefix_space_ && !regex_) {  // Qwen, Llama 3: only the (pending) mapping
+            std::erase_if(pieces.spans, [](const auto& sp) { return sp.first == sp.second; });
+            pieces.byte_level = true;
+            return;
+        }
+        Pieces out;
+        out.text.reserve(pieces.text.size() + pieces.size());
+        out.spans.reserve(pieces.size());
+        thread_local std::vector<std::pair<size_t, size_t>> matches;
+        for (size_t k = 0; k < pieces.size(); ++k) {
+            size_t b = out.text.size();
+            std::string_view p = pieces[k];
+            if (add_prefix_space_ && (p.empty() || p[0] != ' ')) out.text.push_back(' ');
+            out.text.append(p);
+            std::string_view q = std::string_view(out.text).substr(b);
             if (regex_) {
-                std::vector<std::string> sub;
-                split_pieces(p, regex_->find_all(p), SplitBehavior::isolated, false, sub);
-                for (auto& s : sub) out.push_back(bytes_to_byte_level(s));
-            } else if (!p.empty()) {
-                out.push_back(bytes_to_byte_level(p));
+                regex_->find_all(q, matches);
+                split_pieces(q, b, matches, SplitBehavior::isolated, false, out.spans);
+            } else if (!q.empty()) {
+                out.spans.emplace_back(b, out.text.size());
             }
         }
+        out.byte_level = true;
         pieces = std::move(out);
     }
 
@@ -326,27 +480,32 @@ public:
         : replacement_(j.contains("replacement") ? get_str(j, "replacement", ctx, "Metaspace") : "\xE2\x96\x81"),
           scheme_(parse_prepend_scheme(j, ctx)),
           split_(get_bool(j, "split", true)) {}
-    void split(std::vector<std::string>& pieces, bool at_start) const override {
-        std::vector<std::string> out;
+    void split(Pieces& pieces, bool at_start) const override {
+        if (pieces.byte_level) pieces.map_byte_level();
+        Pieces out;
+        out.text.reserve(pieces.text.size() * 2 + replacement_.size());
+        thread_local std::vector<std::pair<size_t, size_t>> matches;
         for (size_t k = 0; k < pieces.size(); ++k) {
-            std::string s;
-            for (char c : pieces[k]) {
-                if (c == ' ')
-                    s.append(replacement_);
-                else
-                    s.push_back(c);
-            }
-            bool begins = s.compare(0, replacement_.size(), replacement_) == 0;
+            std::string_view p = pieces[k];
+            size_t b = out.text.size();
+            bool begins = p.starts_with(' ') || p.starts_with(replacement_);
             if (!begins && (scheme_ == PrependScheme::always || (scheme_ == PrependScheme::first && at_start && k == 0)))
-                s.insert(0, replacement_);
+                out.text.append(replacement_);
+            for (char c : p) {
+                if (c == ' ')
+                    out.text.append(replacement_);
+                else
+                    out.text.push_back(c);
+            }
+            std::string_view s = std::string_view(out.text).substr(b);
             if (!split_) {
-                if (!s.empty()) out.push_back(std::move(s));
+                if (!s.empty()) out.spans.emplace_back(b, out.text.size());
                 continue;
             }
-            std::vector<std::pair<size_t, size_t>> m;
-            for (size_t p = s.find(replacement_); p != std::string::npos; p = s.find(replacement_, p + replacement_.size()))
-                m.emplace_back(p, p + replacement_.size());
-            split_pieces(s, m, SplitBehavior::merged_with_next, false, out);
+            matches.clear();
+            for (size_t q = s.find(replacement_); q != std::string_view::npos; q = s.find(replacement_, q + replacement_.size()))
+                matches.emplace_back(q, q + replacement_.size());
+            split_pieces(s, b, matches, SplitBehavior::merged_with_next, false, out.spans);
         }
         pieces = std::move(out);
     }
@@ -360,7 +519,7 @@ private:
 class SequencePreTokenizer final : public PreTokenizer {
 public:
     explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> v) : stages_(std::move(v)) {}
-    void split(std::vector<std::string>& pieces, bool at_start) const override {
+    void split(Pieces& pieces, bool at_start) const override {
         for (const auto& p : stages_) p->split(pieces, at_start);
     }
 
@@ -564,10 +723,7 @@ const json& list_field(const json& j, const char* key, const std::string& ctx, c
 std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& ctx) {
     if (j.is_null()) return nullptr;
     std::string type = type_of(j, "normalizer", ctx);
-    if (type == "NFC") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (type == "NFD") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
-    if (type == "NFKC") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
-    if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+    if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") return make_unicode_normalizer(type);
     if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
     if (type == "Strip") return std::make_unique<StripNormalizer>(get_bool(j, "strip_left", true), get_bool(j, "strip_right", true));
     if (type == "Replace") return std::make_unique<ReplaceNormalizer>(j, ctx);

@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tt::tok {
@@ -18,12 +20,36 @@ public:
     virtual void normalize(std::string& s) const = 0;
 };
 
+// The pieces a pre-tokenizer works on: byte ranges of one buffer, so that splitting a piece copies
+// nothing, and a stage that rewrites pieces (ByteLevel, Metaspace) fills one new buffer.
+struct Pieces {
+    std::string text;
+    std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) of each piece in text
+    // The pieces are raw bytes that the ByteLevel pre-tokenizer maps to GPT-2 characters: the
+    // mapping is left to the model, which needs it only for words missing from its cache (and
+    // whose cache is then keyed by the shorter raw bytes). A later stage maps them first.
+    bool byte_level = false;
+
+    // One piece holding s (even when s is empty: ByteLevel's prefix space applies to it).
+    void reset(std::string_view s) {
+        text.assign(s);
+        spans.assign(1, {0, s.size()});
+        byte_level = false;
+    }
+    // Applies a pending ByteLevel mapping.
+    void map_byte_level();
+    size_t size() const { return spans.size(); }
+    std::string_view operator[](size_t k) const {
+        return std::string_view(text).substr(spans[k].first, spans[k].second - spans[k].first);
+    }
+};
+
 class PreTokenizer {
 public:
     virtual ~PreTokenizer() = default;
-    // Replaces `pieces` by their sub-pieces. `at_start`: pieces[0] begins at offset 0 of the
-    // input text (Metaspace's prepend_scheme "first" depends on it).
-    virtual void split(std::vector<std::string>& pieces, bool at_start) const = 0;
+    // Replaces the pieces by their sub-pieces. `at_start`: the first piece begins at offset 0 of
+    // the input text (Metaspace's prepend_scheme "first" depends on it).
+    virtual void split(Pieces& pieces, bool at_start) const = 0;
 };
 
 class Decoder {

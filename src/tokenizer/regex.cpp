@@ -31,10 +31,26 @@ Regex::~Regex() {
     if (impl_ && impl_->code) pcre2_code_free(impl_->code);
 }
 
-std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const {
-    std::vector<std::pair<size_t, size_t>> out;
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
-    TT_ASSERT(md != nullptr, "pcre2_match_data_create failed");
+namespace {
+
+// One match data for all patterns of a thread: only the overall match (pair 0) is read, and
+// pcre2_match fills that even when a pattern has more groups than the vector has pairs (it then
+// returns 0 instead of the group count).
+pcre2_match_data* thread_match_data() {
+    struct Holder {
+        pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
+        ~Holder() { pcre2_match_data_free(md); }
+    };
+    thread_local Holder h;
+    TT_ASSERT(h.md != nullptr, "pcre2_match_data_create failed");
+    return h.md;
+}
+
+}  // namespace
+
+void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const {
+    out.clear();
+    pcre2_match_data* md = thread_match_data();
     auto subject = reinterpret_cast<PCRE2_SPTR>(s.data());
     size_t pos = 0;
     while (pos <= s.size()) {
@@ -44,7 +60,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const
             rc = pcre2_match(impl_->code, subject, s.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
-            pcre2_match_data_free(md);
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(rc, msg, sizeof msg);
             fail("regex match failed: {}", reinterpret_cast<const char*>(msg));
@@ -61,8 +76,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const
             while (pos < s.size() && (static_cast<uint8_t>(s[pos]) & 0xC0) == 0x80) ++pos;
         }
     }
-    pcre2_match_data_free(md);
-    return out;
 }
 
 }  // namespace tt::tok

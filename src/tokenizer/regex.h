@@ -19,9 +19,9 @@ public:
     Regex(const Regex&) = delete;
     Regex& operator=(const Regex&) = delete;
 
-    // [begin, end) byte ranges of the successive leftmost matches in s (valid UTF-8); empty
-    // matches are skipped. Thread-safe: each call uses its own match data.
-    std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const;
+    // Sets `out` to the [begin, end) byte ranges of the successive leftmost matches in s (valid
+    // UTF-8); empty matches are skipped. Thread-safe (match data is per thread).
+    void find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>& out) const;
 
 private:
     struct Impl;

@@ -3,6 +3,8 @@
 // emit what it adds beyond the previous decode once it ends on a complete character.
 #include "tokenizer/tokenizer.h"
 
+#include "core/error.h"
+
 namespace tt {
 
 namespace {
@@ -26,7 +28,12 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens) : t
 
 std::string StreamDecoder::push(int32_t id) {
     ids_.push_back(id);
-    if (is_byte_token(tok_.id_to_token(id))) return {};
+    // Nothing becomes final while the last token decode() sees is a byte token. An id decode()
+    // drops before the decoders (unknown, or special while skipping specials) is no token there:
+    // it neither ends a byte run nor adds text, so it must not trigger an emission either.
+    std::string token = tok_.id_to_token(id);
+    bool dropped = token.empty() || (skip_special_ && tok_.is_special(id));
+    if (dropped || is_byte_token(token)) return {};
     std::string text = tok_.decode(ids_, skip_special_);
     if (text.size() <= prefix_.size() || ends_with_replacement(text) || text.compare(0, prefix_.size(), prefix_) != 0)
         return {};
@@ -41,9 +48,10 @@ std::string StreamDecoder::push(int32_t id) {
 
 std::string StreamDecoder::flush() {
     std::string text = tok_.decode(ids_, skip_special_);
-    std::string out = text.size() > prefix_.size() && text.compare(0, prefix_.size(), prefix_) == 0
-                          ? text.substr(prefix_.size())
-                          : std::string();
+    // What push() emitted was final, so the window's decode still starts with it.
+    TT_ASSERT(text.compare(0, prefix_.size(), prefix_) == 0, "{}: streamed text '{}' is not a prefix of '{}'",
+              tok_.context(), prefix_, text);
+    std::string out = text.substr(prefix_.size());
     ids_.clear();
     prefix_.clear();
     prefix_index_ = 0;

@@ -46,6 +46,8 @@ size_t valid_prefix_len(std::string_view s, size_t i, size_t& need) {
 struct ByteTables {
     std::array<char32_t, 256> to_char{};
     std::array<int16_t, 324> to_byte{};  // code points used are < 256 + 68
+    std::array<std::array<char, 2>, 256> utf8{};  // to_char as UTF-8 (one or two bytes)
+    std::array<uint8_t, 256> utf8_len{};
     ByteTables() {
         to_byte.fill(-1);
         int n = 0;
@@ -54,6 +56,10 @@ struct ByteTables {
             char32_t cp = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
             to_char[b] = cp;
             to_byte[cp] = static_cast<int16_t>(b);
+            std::string e;
+            utf8_append(e, cp);
+            utf8_len[b] = static_cast<uint8_t>(e.size());
+            for (size_t k = 0; k < e.size(); ++k) utf8[b][k] = e[k];
         }
     }
 };
@@ -100,6 +106,17 @@ void utf8_append(std::string& out, char32_t cp) {
         out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
         out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
+}
+
+size_t utf8_last_char_len(std::string_view s) {
+    size_t c = s.size() - 1;
+    while (c > 0 && (static_cast<uint8_t>(s[c]) & 0xC0) == 0x80) --c;
+    return s.size() - c;
+}
+
+char32_t utf8_last_char(std::string_view s) {
+    size_t i = s.size() - utf8_last_char_len(s);
+    return utf8_next(s, i);
 }
 
 std::optional<size_t> utf8_first_invalid(std::string_view s) {
@@ -174,9 +191,22 @@ int char_to_byte(char32_t cp) {
 
 std::string bytes_to_byte_level(std::string_view s) {
     std::string out;
-    out.reserve(s.size() * 2);
-    for (char c : s) utf8_append(out, byte_to_char(static_cast<uint8_t>(c)));
+    append_byte_level(out, s);
     return out;
+}
+
+void append_byte_level(std::string& out, std::string_view s) {
+    const auto& t = byte_tables();
+    size_t at = out.size();
+    out.resize(at + 2 * s.size());  // the most it can need; trimmed below
+    char* dst = out.data() + at;
+    for (char c : s) {
+        auto b = static_cast<uint8_t>(c);
+        dst[0] = t.utf8[b][0];
+        dst[1] = t.utf8[b][1];
+        dst += t.utf8_len[b];
+    }
+    out.resize(static_cast<size_t>(dst - out.data()));
 }
 
 }  // namespace tt::tok

@@ -17,6 +17,9 @@ size_t utf8_char_len(std::string_view s, size_t i);
 // Decodes the character at s[i] (must be valid, see utf8_char_len) and advances i past it.
 char32_t utf8_next(std::string_view s, size_t& i);
 void utf8_append(std::string& out, char32_t cp);
+// Byte length and code point of the last character of s (non-empty, valid UTF-8).
+size_t utf8_last_char_len(std::string_view s);
+char32_t utf8_last_char(std::string_view s);
 // Byte offset of the first invalid sequence, or nullopt if s is valid UTF-8.
 std::optional<size_t> utf8_first_invalid(std::string_view s);
 // Like Rust's String::from_utf8_lossy: each maximal invalid subpart becomes one U+FFFD.
@@ -36,5 +39,7 @@ char32_t byte_to_char(uint8_t b);
 int char_to_byte(char32_t cp);
 // Maps every byte of s through byte_to_char, producing the UTF-8 string BPE sees.
 std::string bytes_to_byte_level(std::string_view s);
+// The same, appended to out.
+void append_byte_level(std::string& out, std::string_view s);
 
 }  // namespace tt::tok

@@ -120,12 +120,19 @@ TEST_P(Reference, StreamDecodeEqualsWholeDecode) {
         for (bool skip : {false, true}) EXPECT_EQ(stream_decode(tok, r.ids_with_special, skip), tok.decode(r.ids_with_special, skip));
     }
     // Random ids: byte tokens (<0xNN> / byte-level pieces) split characters arbitrarily, and
-    // specials appear mid-sequence.
+    // specials and ids past the vocabulary (which decode() skips) appear mid-sequence.
     std::mt19937 rng(1234);
-    std::uniform_int_distribution<int32_t> any(0, tok.vocab_size() - 1), low(0, 600);
-    for (int trial = 0; trial < 200; ++trial) {
+    std::uniform_int_distribution<int32_t> any(0, tok.vocab_size() + 20), low(0, 600);
+    std::vector<int32_t> bytes;  // SentencePiece byte-fallback tokens, if the vocab has them
+    for (int b = 0; b < 256; ++b)
+        if (auto id = tok.token_to_id(fmt::format("<0x{:02X}>", b))) bytes.push_back(*id);
+    const std::vector<int32_t> odd = {tok.bos_id(), tok.vocab_size(), tok.vocab_size() + 7};
+    for (int trial = 0; trial < 300; ++trial) {
         std::vector<int32_t> ids;
-        for (int k = 0; k < 24; ++k) ids.push_back(rng() % 2 ? any(rng) : low(rng));
+        for (int k = 0; k < 24; ++k) {
+            uint32_t r = rng() % 8;
+            ids.push_back(r < 3 ? any(rng) : r < 5 ? low(rng) : r < 7 && !bytes.empty() ? bytes[rng() % bytes.size()] : odd[rng() % 3]);
+        }
         for (bool skip : {false, true}) EXPECT_EQ(stream_decode(tok, ids, skip), tok.decode(ids, skip)) << "trial " << trial;
     }
 }
