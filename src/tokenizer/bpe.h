@@ -3,8 +3,9 @@
 // arrive already mapped to printable characters) and SentencePiece-style BPE (Llama 2, Gemma,
 // TinyStories: "▁" for spaces, "<0xNN>" byte tokens for characters outside the vocab).
 //
-// A piece is merged with a min-heap of candidate pairs over a linked list of symbols, so a word of
-// n characters costs O(n log n), never O(n^2); results for short pieces are cached (word_cache.h).
+// A word of up to 48 symbols is merged by rescanning its pair ranks, a longer one with a min-heap
+// of candidate pairs over a linked list of symbols, so a word of n characters costs O(n log n),
+// never O(n^2); results for words of up to 48 bytes are cached (word_cache.h).
 #pragma once
 
 #include "tokenizer/pipeline.h"

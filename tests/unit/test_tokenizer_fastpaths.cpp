@@ -79,6 +79,17 @@ TEST(TokenizerNormalizer, StretchwiseEqualsWholeString) {
     }
 }
 
+// The normalizer's tables stop at U+30000 and treat what lies above as needing utf8proc; that is
+// exact only if no character above decomposes into ones below (which could then compose).
+TEST(TokenizerNormalizer, NothingAboveTheTablesDecomposes) {
+    utf8proc_int32_t buf[8];
+    for (utf8proc_int32_t cp = 0x30000; cp < 0x110000; ++cp) {
+        int bound = 0;
+        utf8proc_ssize_t n = utf8proc_decompose_char(cp, buf, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT), &bound);
+        ASSERT_TRUE(n == 1 && buf[0] == cp) << "U+" << std::hex << cp;
+    }
+}
+
 // key -> ids that identify it, of a length that varies with the key.
 std::vector<int32_t> ids_for(int key) {
     std::vector<int32_t> ids;
