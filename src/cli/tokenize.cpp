@@ -48,7 +48,7 @@ int run_jsonl(const tt::Tokenizer& tok, const Opts& o) {
         nlohmann::json j;
         try {
             j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
+        } catch (const nlohmann::json::exception& e) {  // also out_of_range for a number like 1e999
             tt::fail("--jsonl {}:{}: malformed JSON: {}", o.jsonl, line_no, e.what());
         }
         if (!j.is_object() || !j.contains("text") || !j["text"].is_string())

@@ -147,12 +147,89 @@ void BpeModel::find_safe_splits(const std::vector<std::pair<uint64_t, Merge>>& e
         for (; p != std::string::npos; p = product.find(sep, p + sep.size()))
             joins_before_sep_.push_back(utf8_last_char(std::string_view(product).substr(0, p)));
     }
-    bool all_bytes = byte_fallback_;
-    for (int32_t id : byte_ids_) all_bytes &= id >= 0;
-    fallback_total_ = unk_id_.has_value() || all_bytes;
+    all_bytes_ = byte_fallback_;
+    for (int32_t id : byte_ids_) all_bytes_ &= id >= 0;
+    fallback_total_ = unk_id_.has_value() || all_bytes_;
     std::sort(joins_before_sep_.begin(), joins_before_sep_.end());
     joins_before_sep_.erase(std::unique(joins_before_sep_.begin(), joins_before_sep_.end()), joins_before_sep_.end());
     sep_ = sep;
+
+    // The character pairs that occur side by side in merge results, if there are few (TinyStories:
+    // ~450; Gemma's 515k merges have far more and keep the "▁" rule alone).
+    constexpr size_t k_max_pairs = size_t{1} << 15;
+    std::vector<uint64_t> pairs;
+    for (const auto& [key, merge] : entries) {
+        std::string_view product = id_to_token_[static_cast<size_t>(merge.new_id)];
+        if (product.empty()) continue;
+        if (utf8_first_invalid(product)) return;
+        size_t i = 0;
+        for (char32_t prev = utf8_next(product, i); i < product.size();) {
+            char32_t c = utf8_next(product, i);
+            pairs.push_back(char_pair(prev, c));
+            prev = c;
+        }
+        if (pairs.size() > 4 * k_max_pairs) {
+            std::sort(pairs.begin(), pairs.end());
+            pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+            if (pairs.size() > k_max_pairs) return;
+        }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    if (pairs.size() > k_max_pairs) return;
+    std::vector<std::pair<uint64_t, Merge>> set;
+    for (uint64_t pr : pairs) set.push_back({pr, {0, 0}});
+    joined_pairs_.build(set);
+    pair_splits_ = true;
+}
+
+void BpeModel::split_words(std::string_view piece, std::vector<std::string_view>& words) const {
+    // Whether a cut between characters x | y is safe, given whether each has its own token.
+    auto safe_fallback = [&](bool x_plain, bool y_plain) {
+        // Fallback symbols (bytes, unk) must never merge, and a character must never vanish and
+        // expose its neighbour; two unknown neighbours would fuse into one unk unless bytes cover all.
+        if (fallback_merges_ || !fallback_total_) return false;
+        return x_plain || y_plain || all_bytes_;
+    };
+    // 1. In front of "▁" (which has its own token): word boundaries, which repeat in text.
+    thread_local std::vector<std::string_view> coarse;
+    coarse.clear();
+    size_t start = 0;
+    for (size_t p = piece.find(sep_, 1); p != std::string_view::npos; p = piece.find(sep_, p + sep_.size())) {
+        std::string_view left = piece.substr(0, p);
+        size_t n = utf8_last_char_len(left);
+        bool safe = char_id(left.substr(p - n)) >= 0
+                        ? !std::binary_search(joins_before_sep_.begin(), joins_before_sep_.end(), utf8_last_char(left))
+                        : safe_fallback(false, true);
+        if (!safe) continue;
+        coarse.push_back(piece.substr(start, p - start));
+        start = p;
+    }
+    coarse.push_back(piece.substr(start));
+    // 2. Parts still long (TinyStories has tokens spanning words) are cut at every other safe
+    //    character boundary. (Short words keep their cache entries whole: cutting them too would
+    //    only add lookups.)
+    constexpr size_t k_long = 32;
+    for (std::string_view part : coarse) {
+        if (!pair_splits_ || part.size() <= k_long) {
+            words.push_back(part);
+            continue;
+        }
+        size_t cut = 0, i = 0;
+        char32_t x = utf8_next(part, i);
+        bool x_plain = char_id(part.substr(0, i)) >= 0;
+        while (i < part.size()) {
+            size_t at = i;
+            char32_t y = utf8_next(part, i);
+            bool y_plain = char_id(part.substr(at, i - at)) >= 0;
+            if (x_plain && y_plain ? !joined_pairs_.find(char_pair(x, y)) : safe_fallback(x_plain, y_plain)) {
+                words.push_back(part.substr(cut, at - cut));
+                cut = at;
+            }
+            x = y, x_plain = y_plain;
+        }
+        words.push_back(part.substr(cut));
+    }
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
@@ -180,6 +257,7 @@ void BpeModel::tokenize(const Pieces& pieces, std::vector<int32_t>& out) const {
     const bool raw = pieces.byte_level;
     thread_local std::vector<Word> words;
     thread_local std::vector<uint64_t> hashes;
+    thread_local std::vector<std::string_view> parts;
     thread_local std::string mapped;
     // A raw word is mapped to its GPT-2 characters only when the cache does not have it.
     auto tokenize_raw = [&](std::string_view word) {
@@ -202,18 +280,9 @@ void BpeModel::tokenize(const Pieces& pieces, std::vector<int32_t>& out) const {
                 continue;
             }
         }
-        size_t start = 0;
-        for (size_t p = piece.find(sep_, 1); p != std::string_view::npos; p = piece.find(sep_, p + sep_.size())) {
-            std::string_view left = piece.substr(0, p);
-            if (char_id(left.substr(left.size() - utf8_last_char_len(left))) >= 0) {
-                if (std::binary_search(joins_before_sep_.begin(), joins_before_sep_.end(), utf8_last_char(left))) continue;
-            } else if (fallback_merges_ || !fallback_total_) {
-                continue;  // its fallback symbols could merge, or it could vanish and expose the one before
-            }
-            words.push_back({piece.substr(start, p - start), -1});
-            start = p;
-        }
-        words.push_back({piece.substr(start), -1});
+        parts.clear();
+        split_words(piece, parts);
+        for (std::string_view w : parts) words.push_back({w, -1});
     }
 
     // Cache lookups are mostly cache-line misses (the table is MBs): each word's entry is

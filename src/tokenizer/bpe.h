@@ -3,8 +3,9 @@
 // arrive already mapped to printable characters) and SentencePiece-style BPE (Llama 2, Gemma,
 // TinyStories: "▁" for spaces, "<0xNN>" byte tokens for characters outside the vocab).
 //
-// A piece is merged with a min-heap of candidate pairs over a linked list of symbols, so a word of
-// n characters costs O(n log n), never O(n^2); results for short pieces are cached (word_cache.h).
+// A word of up to 48 symbols is merged by rescanning its pair ranks, a longer one with a min-heap
+// of candidate pairs over a linked list of symbols, so a word of n characters costs O(n log n),
+// never O(n^2); results for words of up to 48 bytes are cached (word_cache.h).
 #pragma once
 
 #include "tokenizer/pipeline.h"
@@ -126,10 +127,20 @@ private:
     // a character without its own token is never a safe left side; nor is it unless
     // fallback_total_, an unk token or all 256 byte tokens, guarantees it leaves a symbol instead
     // of being dropped).
+    //
+    // The same holds between any two characters x y that no merge result has side by side: when
+    // those pairs are few (joined_pairs_, pair_splits_), parts still longer than 32 bytes after
+    // the "▁" cuts are cut at every such boundary.
     std::string sep_;
     std::vector<char32_t> joins_before_sep_;
     bool fallback_merges_ = false;
     bool fallback_total_ = false;
+    bool all_bytes_ = false;  // byte fallback with all 256 byte tokens: no character becomes unk
+    MergeTable joined_pairs_;  // a set: the keys are char_pair(x, y)
+    bool pair_splits_ = false;
+    static uint64_t char_pair(char32_t x, char32_t y) { return (static_cast<uint64_t>(x) << 32) | y; }
+    // Appends the parts of `piece` between safe cuts (sep_ must be set).
+    void split_words(std::string_view piece, std::vector<std::string_view>& words) const;
 
     static constexpr size_t k_cache_max_len = 48;  // longer pieces skip the cache (they rarely repeat)
     WordCache cache_;

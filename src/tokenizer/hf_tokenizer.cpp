@@ -365,7 +365,7 @@ private:
 json parse_json(std::string_view text, const std::string& ctx) {
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
         fail("{}: malformed JSON: {}", ctx, e.what());
     }
 }

@@ -160,7 +160,9 @@ public:
         out.reserve(s.size() + s.size() / 8);
         size_t seg = i > 0 ? i - 1 : 0;  // start of the current stretch
         size_t copied = 0;               // s[copied, seg) is still to be copied verbatim
+        auto ascii = [&](size_t k) { return static_cast<uint8_t>(s[k]) < 0x80; };
         while (seg < s.size()) {
+            while (seg + 1 < s.size() && ascii(seg) && ascii(seg + 1)) ++seg;  // one-character stretches
             size_t end = seg;
             bool stable = table_.stable(utf8_next(s, end));
             size_t stretch_end = end;
@@ -463,6 +465,15 @@ private:
 
 enum class PrependScheme { always, first, never };
 
+// Metaspace's "replacement": one character, "▁" by default (`tokenizers` declares it a char; an
+// empty one would make the splitting below loop forever).
+std::string metaspace_replacement(const json& j, const std::string& ctx) {
+    if (!j.contains("replacement")) return "\xE2\x96\x81";
+    std::string r = get_str(j, "replacement", ctx, "Metaspace");
+    if (r.empty() || utf8_char_len(r, 0) != r.size()) fail("{}: Metaspace replacement '{}' must be one character", ctx, r);
+    return r;
+}
+
 PrependScheme parse_prepend_scheme(const json& j, const std::string& ctx) {
     if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
         std::string s = j["prepend_scheme"].get<std::string>();
@@ -477,7 +488,7 @@ PrependScheme parse_prepend_scheme(const json& j, const std::string& ctx) {
 class MetaspacePreTokenizer final : public PreTokenizer {
 public:
     MetaspacePreTokenizer(const json& j, const std::string& ctx)
-        : replacement_(j.contains("replacement") ? get_str(j, "replacement", ctx, "Metaspace") : "\xE2\x96\x81"),
+        : replacement_(metaspace_replacement(j, ctx)),
           scheme_(parse_prepend_scheme(j, ctx)),
           split_(get_bool(j, "split", true)) {}
     void split(Pieces& pieces, bool at_start) const override {
@@ -662,7 +673,7 @@ private:
 class MetaspaceDecoder final : public Decoder {
 public:
     MetaspaceDecoder(const json& j, const std::string& ctx)
-        : replacement_(j.contains("replacement") ? get_str(j, "replacement", ctx, "Metaspace") : "\xE2\x96\x81"),
+        : replacement_(metaspace_replacement(j, ctx)),
           scheme_(parse_prepend_scheme(j, ctx)) {}
     void decode(std::vector<std::string>& tokens) const override {
         for (size_t k = 0; k < tokens.size(); ++k) {

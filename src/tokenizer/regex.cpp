@@ -55,7 +55,9 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
     size_t pos = 0;
     while (pos <= s.size()) {
         // The input was validated once by the caller; skip PCRE2's per-call UTF check.
-        int rc = pcre2_match(impl_->code, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+        // pcre2_jit_match skips pcre2_match's argument checks (the subject was validated once).
+        int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr)
+                            : pcre2_match(impl_->code, subject, s.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
             rc = pcre2_match(impl_->code, subject, s.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;

@@ -5,6 +5,7 @@
 #include <utf8proc.h>
 
 #include <array>
+#include <cstring>
 
 namespace tt::tok {
 
@@ -77,19 +78,6 @@ size_t utf8_char_len(std::string_view s, size_t i) {
     return (need != 0 && n == need) ? need : 0;
 }
 
-char32_t utf8_next(std::string_view s, size_t& i) {
-    uint8_t b = static_cast<uint8_t>(s[i]);
-    if (b < 0x80) {
-        ++i;
-        return b;
-    }
-    size_t n = lead_len(b);
-    char32_t cp = b & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
-    i += n;
-    return cp;
-}
-
 void utf8_append(std::string& out, char32_t cp) {
     if (cp < 0x80) {
         out.push_back(static_cast<char>(cp));
@@ -122,6 +110,11 @@ char32_t utf8_last_char(std::string_view s) {
 std::optional<size_t> utf8_first_invalid(std::string_view s) {
     size_t i = 0;
     while (i < s.size()) {
+        uint64_t w;
+        if (i + 8 <= s.size() && (std::memcpy(&w, s.data() + i, 8), (w & 0x8080808080808080ull) == 0)) {
+            i += 8;  // eight ASCII bytes
+            continue;
+        }
         if (static_cast<uint8_t>(s[i]) < 0x80) {
             ++i;
             continue;

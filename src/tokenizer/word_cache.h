@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -25,18 +24,21 @@ namespace tt::tok {
 
 class WordCache {
 public:
-    // `entries` is rounded up to a power of two (at least 2).
+    // `entries` is rounded up to a power of two (at least 2). The table (64 bytes an entry) is
+    // allocated on first use, so a tokenizer that never encodes does not pay for it.
     explicit WordCache(size_t entries = size_t{1} << 16) {
         size_t n = 2;
         while (n < entries) n <<= 1;
         mask_ = n - 1;
-        slots_ = std::make_unique<Slot[]>(n);
     }
+    ~WordCache() { delete[] slots_.load(std::memory_order_acquire); }
+    WordCache(const WordCache&) = delete;
+    WordCache& operator=(const WordCache&) = delete;
 
     static uint64_t hash(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
 
     // Starts loading the entries `h` maps to, so that a find() a little later does not stall.
-    void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[static_cast<size_t>(h) & mask_ & ~size_t{1}]); }
+    void prefetch(uint64_t h) const { __builtin_prefetch(&slots()[static_cast<size_t>(h) & mask_ & ~size_t{1}]); }
 
     // Appends the cached ids of `key` (whose hash() is `h`) to `out`; false if not cached.
     // `raw`: the key is in the model's raw-byte form (see Pieces::byte_level), a separate key space.
@@ -44,7 +46,7 @@ public:
         size_t set = static_cast<size_t>(h) & mask_ & ~size_t{1};
         const auto tag = static_cast<uint32_t>(h >> 32);
         for (size_t w = 0; w < 2; ++w) {
-            const Slot& s = slots_[set + w];
+            const Slot& s = slots()[set + w];
             uint64_t head = s.head.load(std::memory_order_acquire);
             if ((head >> 32) != tag || (head & 1)) continue;
             uint64_t buf[k_words];
@@ -68,10 +70,11 @@ public:
         size_t set = static_cast<size_t>(h) & mask_ & ~size_t{1};
         // An empty way if there is one, else a way picked by the hash (the set's two words stay
         // cached when two hot words collide in the same way).
-        size_t w = slots_[set].head.load(std::memory_order_relaxed) == 0       ? 0
-                   : slots_[set + 1].head.load(std::memory_order_relaxed) == 0 ? 1
-                                                                               : (h >> 31) & 1;
-        Slot& s = slots_[set + w];
+        Slot* table = slots();
+        size_t w = table[set].head.load(std::memory_order_relaxed) == 0       ? 0
+                   : table[set + 1].head.load(std::memory_order_relaxed) == 0 ? 1
+                                                                              : (h >> 31) & 1;
+        Slot& s = table[set + w];
         uint64_t head = s.head.load(std::memory_order_relaxed);
         if (head & 1) return;
         uint32_t seq = static_cast<uint32_t>(head);
@@ -97,8 +100,17 @@ private:
         std::atomic<uint64_t> head{0};  // hash tag << 32 | sequence number (odd while written)
         std::atomic<uint64_t> data[k_words] = {};
     };
+    // The table, allocated by the first caller (a thread that loses the race frees its copy).
+    Slot* slots() const {
+        Slot* p = slots_.load(std::memory_order_acquire);
+        if (p) return p;
+        auto* fresh = new Slot[mask_ + 1]();
+        if (slots_.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return fresh;
+        delete[] fresh;
+        return p;
+    }
     size_t mask_ = 0;
-    std::unique_ptr<Slot[]> slots_;  // written through const (thread-safe) calls
+    mutable std::atomic<Slot*> slots_{nullptr};  // written through const (thread-safe) calls
 };
 
 }  // namespace tt::tok

@@ -71,6 +71,8 @@ expect_error "unknown normalizer type 'Precompiled'" "$THINTENSOR" tokenize "$wo
 expect_error "not valid UTF-8 (byte 0xFF at offset 2)" "$THINTENSOR" tokenize "$work/qwen3" --text $'ab\xffcd'
 printf '{"text": "ok"}\n{"text": \n' > "$work/bad.jsonl"
 expect_error "bad.jsonl:2: malformed JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/bad.jsonl"
+printf '{"text": 1e99999}\n' > "$work/overflow.jsonl"  # a number JSON cannot hold is malformed too
+expect_error "overflow.jsonl:1: malformed JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/overflow.jsonl"
 expect_error "no such file or directory" "$THINTENSOR" tokenize "$work/missing.json" --text hi
 expect_error "give --text TEXT or --jsonl FILE" "$THINTENSOR" tokenize "$work/qwen3"
 head -c 100 "$TT_SHARED_DIR/models/stories260K/tok512.bin" > "$work/tok-truncated.bin"

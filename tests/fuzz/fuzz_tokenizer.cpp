@@ -1,15 +1,18 @@
 // Fuzz target for the tokenizer: encoding random bytes / UTF-8 must never crash, hang or read out
 // of bounds, invalid UTF-8 must be a tt::Error, and decoding must stay consistent. Self-contained:
 // it builds small tokenizers of both families in memory (no ../shared needed).
-//   byte 0 % 5 selects: 0 byte-level BPE (Qwen regex, added tokens with lstrip/rstrip/single_word)
+//   byte 0 % 6 selects: 0 byte-level BPE (Qwen regex, added tokens with lstrip/rstrip/single_word)
 //   encode + exact round trip; 1 SentencePiece-style BPE (byte fallback, Prepend/Replace) encode
 //   + round trip; 2 llama2.c tokenizer encode + round trip; 3 the bytes as a tokenizer.json;
-//   4 the bytes as ids: decode vs streaming decode on all three tokenizers.
+//   4 the bytes as ids: decode vs streaming decode on all three tokenizers; 5 GPT-2 style BPE
+//   (NFKC, ByteLevel with prefix space and its regex): the round trip is NFKC of the text as
+//   utf8proc computes it on the whole string, with the prefix space.
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 #include <nlohmann/json.hpp>
+#include <utf8proc.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +53,36 @@ std::unique_ptr<tt::Tokenizer> make_byte_level() {
         {"decoder", {{"type", "ByteLevel"}}},
         {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
     return tt::Tokenizer::from_hf(tj.dump(), "", "fuzz-bytelevel");
+}
+
+std::unique_ptr<tt::Tokenizer> make_gpt2_nfkc() {
+    json vocab = json::object();
+    for (int b = 0; b < 256; ++b) {
+        std::string s;
+        tt::tok::utf8_append(s, tt::tok::byte_to_char(static_cast<uint8_t>(b)));
+        vocab[s] = b;
+    }
+    json merges = json::array();
+    int id = 256;
+    for (const char* m : {"\xC4\xA0 t", "h e", "\xC4\xA0t he", "\xC4\xA0 \xC4\xA0", "\xC3\x83 \xC2\xA9"}) {  // the last: the bytes of "é"
+        std::string a(m, std::strchr(m, ' ')), b(std::strchr(m, ' ') + 1);
+        if (!vocab.contains(a + b)) vocab[a + b] = id++;
+        merges.push_back(m);
+    }
+    json tj = {{"normalizer", {{"type", "NFKC"}}},
+               {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}},
+               {"decoder", {{"type", "ByteLevel"}}},
+               {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
+    return tt::Tokenizer::from_hf(tj.dump(), "", "fuzz-gpt2-nfkc");
+}
+
+std::string nfkc(std::string_view text) {
+    utf8proc_uint8_t* out = nullptr;
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                                      &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+    std::string r = n >= 0 ? std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n)) : std::string();
+    std::free(out);
+    return r;
 }
 
 std::unique_ptr<tt::Tokenizer> make_sentencepiece() {
@@ -147,9 +180,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const auto byte_level = make_byte_level();
     static const auto sentencepiece = make_sentencepiece();
     static const auto llama2c = make_llama2c();
+    static const auto gpt2_nfkc = make_gpt2_nfkc();
     if (size == 0) return 0;
     std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
         case 0:
             encode_round_trip(*byte_level, text, true);
             break;
@@ -166,7 +200,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             } catch (const tt::Error&) {
             }
             break;
-        default: {
+        case 5:
+            encode_round_trip(*gpt2_nfkc, text, false);
+            if (!tt::tok::utf8_first_invalid(text)) {
+                std::string norm = nfkc(text);
+                std::string back = gpt2_nfkc->decode(gpt2_nfkc->encode(text, false), false);
+                check(back == (norm.starts_with(' ') ? norm : " " + norm), "NFKC + ByteLevel round trip differs from utf8proc");
+            }
+            break;
+        case 4: {
             std::vector<int32_t> ids;
             for (size_t i = 0; i + 1 < text.size(); i += 2)
                 ids.push_back(static_cast<int32_t>(static_cast<uint8_t>(text[i]) | (static_cast<uint8_t>(text[i + 1]) << 8)) % 300);

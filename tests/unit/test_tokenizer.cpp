@@ -288,12 +288,16 @@ TEST(Tokenizer, BadInputIsAClearError) {
     auto hf = [](const std::string& j) { return [j] { Tokenizer::from_hf(j, "", "bad.json"); }; };
     const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
     expect_error(hf("{\"model\": "), "bad.json: malformed JSON");
+    expect_error(hf("46e6344"), "bad.json: malformed JSON");  // a number out of range (found by fuzzing)
     expect_error(hf("[1, 2]"), "bad.json: tokenizer.json must be a JSON object");
     expect_error(hf("{}"), "bad.json: no \"model\" object");
     expect_error(hf(R"({"model": {"type": "WordPiece", "vocab": {}}})"), "unknown model type 'WordPiece'");
     expect_error(hf("{" + model + R"(, "normalizer": {"type": "Precompiled"}})"), "unknown normalizer type 'Precompiled'");
     expect_error(hf("{" + model + R"(, "pre_tokenizer": {"type": "UnicodeScripts"}})"), "unknown pre-tokenizer type 'UnicodeScripts'");
     expect_error(hf("{" + model + R"(, "decoder": {"type": "CTC"}})"), "unknown decoder type 'CTC'");
+    // Found by the fuzz target: an empty replacement made the Metaspace split loop forever.
+    expect_error(hf("{" + model + R"(, "pre_tokenizer": {"type": "Metaspace", "replacement": ""}})"),
+                 "bad.json: Metaspace replacement '' must be one character");
     expect_error(hf("{" + model + R"(, "post_processor": {"type": "Frobnicate"}})"), "unknown post_processor type 'Frobnicate'");
     expect_error(hf(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a c"]}})"), "merge 0 ('a' 'c') uses a token");
     expect_error(hf("{" + model + R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(?<"}, "behavior": "Isolated"}})"),

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -76,6 +77,17 @@ TEST(TokenizerNormalizer, StretchwiseEqualsWholeString) {
             check(s);
         }
         EXPECT_EQ(failures, 0u) << "of " << checked;
+    }
+}
+
+// The normalizer's tables stop at U+30000 and treat what lies above as needing utf8proc; that is
+// exact only if no character above decomposes into ones below (which could then compose).
+TEST(TokenizerNormalizer, NothingAboveTheTablesDecomposes) {
+    utf8proc_int32_t buf[8];
+    for (utf8proc_int32_t cp = 0x30000; cp < 0x110000; ++cp) {
+        int bound = 0;
+        utf8proc_ssize_t n = utf8proc_decompose_char(cp, buf, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT), &bound);
+        ASSERT_TRUE(n == 1 && buf[0] == cp) << "U+" << std::hex << cp;
     }
 }
 
@@ -149,6 +161,57 @@ TEST(BpeModel, SplitsOnlyWhereNoMergeCrosses) {
     // Without an unk token the unknown character vanishes and "a" meets "▁": no cut there.
     auto no_unk = spm_model(false);
     EXPECT_EQ(no_unk->encode("a\xC3\xA9 b", false), (std::vector<int32_t>{5}));
+}
+
+// Long random texts (one piece each, so both cut rules apply) against a naive BPE over the whole
+// piece: merges crossing "▁" and other character pairs, unknown characters fused into <unk>.
+TEST(BpeModel, CutsMatchMergingTheWholePiece) {
+    const std::string m = "\xE2\x96\x81";  // ▁
+    // Tokens by id; merges in rank order as (left, right) token strings.
+    std::vector<std::string> tokens = {"<unk>", m, "a", "b", "x"};
+    const std::vector<std::pair<std::string, std::string>> merges = {
+        {"a", m}, {m, "b"}, {"b", "x"}, {"a" + m, "b"}, {"x", "x"}, {"bx", "a"}, {m + "b", m}, {"xx", "x"}, {"a", "a"}};
+    json vocab = json::object(), merge_list = json::array();
+    for (const auto& [l, r] : merges) {
+        if (std::find(tokens.begin(), tokens.end(), l + r) == tokens.end()) tokens.push_back(l + r);
+        merge_list.push_back(l + " " + r);
+    }
+    for (size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i]] = i;
+    json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", merge_list}, {"unk_token", "<unk>"}, {"fuse_unk", true}};
+    json tj = {{"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", m}}}, {"model", model}};
+    auto tok = Tokenizer::from_hf(tj.dump(), "", "cuts-test");
+
+    auto naive = [&](const std::string& text) {  // text already has "▁" for spaces
+        std::vector<std::string> sym;
+        for (size_t i = 0; i < text.size();) {
+            size_t n = tok::utf8_char_len(text, i);
+            std::string ch = text.substr(i, n);
+            i += n;
+            bool known = std::find(tokens.begin(), tokens.end(), ch) != tokens.end();
+            if (!known && !sym.empty() && sym.back() == "<unk>") continue;  // fuse_unk
+            sym.push_back(known ? ch : "<unk>");
+        }
+        for (;;) {
+            size_t best = sym.size(), best_rank = merges.size();
+            for (size_t i = 0; i + 1 < sym.size(); ++i)
+                for (size_t r = 0; r < best_rank; ++r)
+                    if (merges[r].first == sym[i] && merges[r].second == sym[i + 1]) best = i, best_rank = r;
+            if (best == sym.size()) break;
+            sym[best] += sym[best + 1];
+            sym.erase(sym.begin() + static_cast<ptrdiff_t>(best) + 1);
+        }
+        std::vector<int32_t> ids;
+        for (const auto& t : sym) ids.push_back(static_cast<int32_t>(std::find(tokens.begin(), tokens.end(), t) - tokens.begin()));
+        return ids;
+    };
+    std::mt19937 rng(17);
+    const char* alphabet[] = {"a", "b", "x", " ", "z", "\xC3\xA9"};  // z, é: unknown
+    for (int t = 0; t < 400; ++t) {
+        std::string text, spaced;
+        for (int k = 0, n = 20 + static_cast<int>(rng() % 100); k < n; ++k) text += alphabet[rng() % (t % 2 ? 6 : 4)];
+        for (char c : text) spaced += c == ' ' ? m : std::string(1, c);
+        ASSERT_EQ(tok->encode(text, false), naive(spaced)) << "text '" << text << "'";
+    }
 }
 
 // GPT-2 style ByteLevel pre-tokenizer (prefix space, its own regex), which hands the model raw
