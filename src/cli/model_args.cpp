@@ -1,5 +1,6 @@
 #include "cli/model_args.h"
 
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/model_source.h"
@@ -17,6 +18,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
     sub.add_option("--device", a.device, "cpu, cuda or cuda:N (default: cuda when a GPU is available, else cpu)");
     sub.add_option("--context", a.context, "KV cache length in tokens (default: what the run needs)");
     sub.add_option("--threads", a.threads, "CPU threads (default: all cores)");
+    sub.add_option("--profile", a.profile, "Numerical profile: balanced (fast, default) or safe (f32 activations everywhere)")
+        ->check(CLI::IsMember({"safe", "balanced"}));
+    sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)");
+    sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)");
 }
 
 void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
@@ -47,6 +52,9 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);
     if (a.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", a.context, spec.max_context);
     bo.n_threads = a.threads;
+    bo.profile = parse_profile(a.profile);
+    if (!a.vram_budget.empty()) bo.vram_budget = parse_byte_size(a.vram_budget, "--vram-budget");
+    if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
     const auto t0 = std::chrono::steady_clock::now();
     backend = make_backend(*archive, bo);
     log::debug("backend {} ready in {:.3f} s", backend->describe(),

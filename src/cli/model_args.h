@@ -23,6 +23,8 @@ struct ModelArgs {
     std::string device;  // "" = cuda when available, else cpu
     int context = 0;     // 0 = what the command needs, up to the model's maximum
     int threads = 0;
+    std::string profile = "balanced";
+    std::string vram_budget, ram_budget;  // "" = automatic; else sizes such as 8GiB
 };
 void add_model_args(CLI::App& sub, ModelArgs& a);
 

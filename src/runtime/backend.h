@@ -3,6 +3,8 @@
 // KV cache; positions are implicit: tokens fed are appended after the n_past already cached.
 #pragma once
 
+#include "runtime/profile.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,6 +44,9 @@ struct BackendOptions {
     std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
     int context = 0;             // KV cache length; 0 = the model's max_context
     int n_threads = 0;           // CPU threads; 0 = all cores
+    Profile profile = Profile::balanced;
+    uint64_t vram_budget = 0;    // bytes of VRAM the backend may use; 0 = free VRAM minus a margin
+    uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
 };
 
 // Creates the backend named by opt.device for the opened archive (kept alive by the caller).
