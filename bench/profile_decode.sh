@@ -11,8 +11,12 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 work=/tmp/ttprof; mkdir -p "$work"
 shapes=("$@"); [ ${#shapes[@]} -gt 0 ] || shapes=(qwen3-0.6b llama3-8b)
 for shape in "${shapes[@]}"; do
-  python3 bench/hf_random_model.py "$shape" "$work/$shape" "$work/$shape.json" --no-speed >/dev/null 2>&1 || { echo "checkpoint $shape failed"; continue; }
-  $TT -q convert "$work/$shape" -o "$work/$shape.thin" && rm -rf "$work/$shape"
+  if [ -f "/tmp/ttquick/$shape.thin" ]; then  # left by bench/quick_bench.sh on a warm machine
+    ln -sf "/tmp/ttquick/$shape.thin" "$work/$shape.thin"
+  else
+    python3 bench/hf_random_model.py "$shape" "$work/$shape" "$work/$shape.json" --no-speed >/dev/null 2>&1 || { echo "checkpoint $shape failed"; continue; }
+    $TT -q convert "$work/$shape" -o "$work/$shape.thin" && rm -rf "$work/$shape"
+  fi
   # One warm-up decode test, then profile the kernels of a few decode steps (the first graph
   # replays after capture); the prefill of the first token is skipped by --launch-skip.
   "$NCU" --clock-control none --graph-profiling node --launch-skip 400 --launch-count 300 \
@@ -32,7 +36,7 @@ ix = {k: hdr.index(k) for k in hdr}
 agg = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
 for r in body:
     if len(r) < len(hdr): continue
-    name = r[ix["Kernel Name"]].split("(")[0][:60]
+    name = r[ix["Kernel Name"]].split("(")[0][:48] + " g" + r[ix["launch__grid_size"]].replace(",", "")
     a = agg[name]; a[0] += 1
     a[1] += float(r[ix["gpu__time_duration.sum"]].replace(",", ""))
     a[2] += float(r[ix["dram__throughput.avg.pct_of_peak_sustained_elapsed"]].replace(",", ""))

@@ -253,15 +253,97 @@ TEST(CudaKernels, DecodeAttentionMatchesCpu) {
             const int splits = cuda::decode_attention_splits(c.n_kv, n_sms);
             Dev dq(q), dk(kb), dv(vb), dout(ref.size() * 4);
             Dev part(cuda::decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);
+            Dev arrivals(std::vector<int>(size_t(c.n_kv), 0));
             std::vector<int> p = {pos};
             Dev dpos(p);
             cuda::DecodeAttnArgs a{};
             a.q = dq.as<float>(); a.k_cache = dk.p; a.v_cache = dv.p; a.kv_dt = kvdt; a.out = dout.as<float>();
-            a.partial = part.as<float>(); a.d_pos = dpos.as<int>();
+            a.partial = part.as<float>(); a.arrivals = arrivals.as<int>(); a.d_pos = dpos.as<int>();
             a.n_heads = c.n_heads; a.n_kv_heads = c.n_kv; a.head_dim = c.hd; a.n_ctx = n_ctx; a.n_splits = splits;
             a.window = c.window; a.scale = scale; a.softcap = c.softcap;
+            // Twice: the arrival counters must reset themselves for the next launch (graph replay).
+            for (int rep = 0; rep < 2; ++rep) {
+                cuda::decode_attention(a, nullptr);
+                EXPECT_LT(rel_err(dout.get<float>(ref.size()), ref), 1e-5) << "len " << c.len << " heads " << c.n_heads << " rep " << rep;
+            }
+        }
+    }
+}
+
+// The decode attention with RoPE fused: raw q/k/v of the newest token in, the cache row written
+// and the attention output equal to rope_qkv on the CPU followed by attention.
+TEST(CudaKernels, DecodeAttentionRopeFusedMatchesCpu) {
+    struct Case { int n_heads, n_kv, hd, rotary, len, window; bool norm, bias; };
+    const Case cases[] = {{4, 2, 16, 16, 1, 0, false, false}, {16, 8, 128, 128, 300, 0, true, true},
+                          {8, 1, 64, 32, 1025, 100, false, true}, {32, 8, 128, 128, 17, 0, true, false}};
+    int n_sms = 0;
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, 0));
+    for (DType dt : k_dtypes) {
+        for (const Case& c : cases) {
+            RopeSpec rs;
+            rs.theta = 10000;
+            rs.rotary_dim = c.rotary;
+            const RopeTable table = make_rope_table(rs);
+            const int Q = c.n_heads * c.hd, KV = c.n_kv * c.hd, group = c.n_heads / c.n_kv, n_ctx = c.len + 3;
+            const int pos = c.len - 1;
+            auto q = randn(size_t(Q)), knew = randn(size_t(KV)), vnew = randn(size_t(KV));
+            auto k = randn(size_t(n_ctx) * KV), v = randn(size_t(n_ctx) * KV);
+            auto bq = randn(size_t(Q)), bk = randn(size_t(KV)), bv = randn(size_t(KV));
+            auto qn = randn(size_t(c.hd), 0.3f), kn = randn(size_t(c.hd), 0.3f);
+            auto bqb = store(bq, dt), bkb = store(bk, dt), bvb = store(bv, dt), qnb = store(qn, dt), knb = store(kn, dt);
+            auto kb = store(k, dt), vb = store(v, dt);  // the cache holds the weights' dtype
+            // CPU: prepare q heads and the new k, write k/v at pos (rounded as the cache stores them), attend.
+            std::vector<float> rq = q, rk = knew, rv = vnew;
+            for (int h = 0; h < c.n_heads + c.n_kv; ++h) {
+                const bool isq = h < c.n_heads;
+                const int head = isq ? h : h - c.n_heads;
+                float* p = isq ? &rq[size_t(head) * c.hd] : &rk[size_t(head) * c.hd];
+                if (c.bias) for (int d = 0; d < c.hd; ++d) p[d] += (isq ? bq : bk)[size_t(head * c.hd + d)];
+                if (c.norm) cpu::rmsnorm_f32(p, (isq ? qn : kn).data(), 0.0f, 1e-6f, p, c.hd);
+                apply_rope(p, pos, table);
+            }
+            if (c.bias) for (int i = 0; i < KV; ++i) rv[size_t(i)] += bv[size_t(i)];
+            auto rk_st = rk, rv_st = rv;
+            store(rk_st, dt);
+            store(rv_st, dt);
+            std::vector<float> kref = k, vref = v;
+            std::copy(rk_st.begin(), rk_st.end(), kref.begin() + ptrdiff_t(size_t(pos) * KV));
+            std::copy(rv_st.begin(), rv_st.end(), vref.begin() + ptrdiff_t(size_t(pos) * KV));
+            const float scale = 1.0f / std::sqrt(float(c.hd));
+            const int first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
+            std::vector<float> ref(static_cast<size_t>(Q)), scores(static_cast<size_t>(c.len));
+            for (int h = 0; h < c.n_heads; ++h)
+                cpu::attend_head(&rq[size_t(h) * c.hd], kref.data(), vref.data(), KV, (h / group) * c.hd, c.hd, first, pos,
+                                 scale, 0.0f, scores.data(), &ref[size_t(h) * c.hd]);
+            const int splits = cuda::decode_attention_splits(c.n_kv, n_sms);
+            Dev dq(q), dkn(knew), dvn(vnew), dk(kb), dv(vb), dout(ref.size() * 4);
+            Dev dbq(bqb), dbk(bkb), dbv(bvb), dqn(qnb), dknorm(knb), dinv(table.inv_freq);
+            Dev part(cuda::decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);
+            Dev arrivals(std::vector<int>(size_t(c.n_kv), 0));
+            Dev dpos(std::vector<int>{pos});
+            cuda::DecodeAttnArgs a{};
+            a.k_cache = dk.p; a.v_cache = dv.p; a.kv_dt = dt; a.out = dout.as<float>();
+            a.partial = part.as<float>(); a.arrivals = arrivals.as<int>(); a.d_pos = dpos.as<int>();
+            a.n_heads = c.n_heads; a.n_kv_heads = c.n_kv; a.head_dim = c.hd; a.n_ctx = n_ctx; a.n_splits = splits;
+            a.window = c.window; a.scale = scale; a.softcap = 0;
+            a.rope_fused = true;
+            cuda::RopeArgs& r = a.rope;
+            r.q = dq.as<float>(); r.k = dkn.as<float>(); r.v = dvn.as<float>();
+            r.bq = c.bias ? dbq.p : nullptr; r.bk = c.bias ? dbk.p : nullptr; r.bv = c.bias ? dbv.p : nullptr;
+            r.q_norm = c.norm ? dqn.p : nullptr; r.k_norm = c.norm ? dknorm.p : nullptr;
+            r.wdt = dt; r.norm_offset = 0; r.norm_eps = 1e-6f;
+            r.inv_freq = dinv.as<float>(); r.attention_factor = table.attention_factor; r.rotary_dim = c.rotary;
+            r.n_heads = c.n_heads; r.n_kv_heads = c.n_kv; r.head_dim = c.hd; r.n = 1; r.d_pos0 = dpos.as<int>();
+            r.k_cache = dk.p; r.v_cache = dv.p; r.kv_dt = dt;
             cuda::decode_attention(a, nullptr);
-            EXPECT_LT(rel_err(dout.get<float>(ref.size()), ref), 1e-5) << "len " << c.len << " heads " << c.n_heads;
+            const double tol = dt == DType::f32 ? 1e-5 : 1e-2;  // bf16/f16 round the new k/v as stored
+            EXPECT_LT(rel_err(dout.get<float>(ref.size()), ref), tol) << "len " << c.len << " heads " << c.n_heads;
+            const size_t es = dtype_size(dt);
+            std::vector<uint8_t> row(size_t(KV) * es);
+            TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dk.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
+            std::vector<float> kgot(static_cast<size_t>(KV));
+            to_f32(row.data(), dt, kgot.data(), kgot.size());
+            EXPECT_LT(rel_err(kgot, rk_st), dt == DType::f32 ? 1e-5 : 1e-2) << "k cache row, len " << c.len;
         }
     }
 }

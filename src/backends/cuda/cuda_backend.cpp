@@ -96,6 +96,11 @@ private:
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
+    // Safe profile: every token through the decode step (f32 activations end to end).
+    void prefill_by_decode(std::span<const int32_t> tokens, bool all_logits);
+    // The q/k/v post-processing arguments of layer L for n tokens (rows contiguous, q_dim and
+    // kv_dim floats apart); positions, strides and the q output are the caller's to adjust.
+    RopeArgs rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const;
     // y[t, 0:rows] = x[t, 0:cols] W^T for t < n; rows of y are ldy floats apart.
     void gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy);
 
@@ -115,7 +120,8 @@ private:
     DeviceBuffer inv_freq_, inv_freq_local_;
     RopeTable rope_, rope_local_;
     // Decode state (fixed addresses: the graph refers to them).
-    DeviceBuffer x_, q_, k_, v_, att_, tmp_, ffn_, logits_, partial_, io_;  // io_: {token, pos, result}
+    DeviceBuffer x_, q_, k_, v_, att_, tmp_, ffn_, logits_, partial_, arrivals_, io_;  // io_: {token, pos, result}
+    Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
@@ -180,6 +186,9 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     logits_ = DeviceBuffer(size_t(spec_.vocab_size) * 4);
     n_splits_ = decode_attention_splits(spec_.n_kv_heads, n_sms_);
     partial_ = DeviceBuffer(decode_attention_partial_floats(spec_.n_heads, spec_.head_dim, n_splits_) * 4);
+    arrivals_ = DeviceBuffer(size_t(spec_.n_kv_heads) * sizeof(int));
+    TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
+    profile_ = opt.profile;
     io_ = DeviceBuffer(4 * sizeof(int32_t));
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
 }
@@ -277,24 +286,15 @@ void CudaBackend::decode_step() {
         qkv.norm_eps = s.norm_eps;
         gemv(qkv, stream_);
 
-        RopeArgs r{};
-        r.q = q_.as<float>(); r.k = k_.as<float>(); r.v = v_.as<float>();
-        r.q_stride = s.q_dim(); r.k_stride = s.kv_dim(); r.v_stride = s.kv_dim();
-        r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
-        r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
-        const RopeTable& rt = sliding ? rope_local_ : rope_;
-        r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
-        r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
-        r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = s.head_dim; r.n = 1;
-        r.d_pos0 = d_io + 1;
-        r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
-        rope_qkv(r, stream_);
-
         DecodeAttnArgs at{};
-        at.q = q_.as<float>(); at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
-        at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.d_pos = d_io + 1;
+        at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
+        at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
         at.n_heads = s.n_heads; at.n_kv_heads = s.n_kv_heads; at.head_dim = s.head_dim; at.n_ctx = n_ctx_;
         at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+        // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
+        at.rope_fused = true;
+        at.rope = rope_args(L, sliding, q_.as<float>(), k_.as<float>(), v_.as<float>(), 1);
+        at.rope.d_pos0 = d_io + 1;
         decode_attention(at, stream_);
 
         add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
@@ -309,6 +309,21 @@ void CudaBackend::decode_step() {
     gemv(head, stream_);
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
+}
+
+RopeArgs CudaBackend::rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const {
+    const ModelSpec& s = spec_;
+    const RopeTable& rt = sliding ? rope_local_ : rope_;
+    RopeArgs r{};
+    r.q = q; r.k = k; r.v = v;
+    r.q_stride = s.q_dim(); r.k_stride = s.kv_dim(); r.v_stride = s.kv_dim();
+    r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
+    r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
+    r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
+    r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
+    r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = s.head_dim; r.n = n;
+    r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+    return r;
 }
 
 void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in) {
@@ -397,17 +412,9 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
             gemm(L.wk, KV, H, ph_.ptr, n, qkv + Q, QKV);
             gemm(L.wv, KV, H, ph_.ptr, n, qkv + Q + KV, QKV);
         }
-        RopeArgs r{};
-        r.q = qkv; r.k = qkv + Q; r.v = qkv + Q + KV;
-        r.q_stride = QKV; r.k_stride = QKV; r.v_stride = QKV;
-        r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
-        r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
-        const RopeTable& rt = sliding ? rope_local_ : rope_;
-        r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
-        r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
-        r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = HD; r.n = n;
-        r.d_pos0 = nullptr; r.pos0 = n_past_;
-        r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+        RopeArgs r = rope_args(L, sliding, qkv, qkv + Q, qkv + Q + KV, n);
+        r.q_stride = r.k_stride = r.v_stride = QKV;
+        r.pos0 = n_past_;
         r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
         rope_qkv(r, stream_);
 
@@ -476,6 +483,25 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
 }
 
+void CudaBackend::prefill_by_decode(std::span<const int32_t> tokens, bool all_logits) {
+    // The safe profile keeps activations in f32 from end to end: no bf16 operands for tensor-core
+    // GEMMs, f32 softmax. The decode step already computes that way, so prompts run through it one
+    // token at a time (slower: every token reads all weights), logits gathered into plogits_.
+    const int n = int(tokens.size());
+    const size_t V = size_t(spec_.vocab_size);
+    const size_t need = size_t(all_logits ? n : 1) * V * 4;
+    if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
+    for (int t = 0; t < n; ++t) {
+        host_io_[0] = tokens[size_t(t)];
+        host_io_[1] = n_past_;
+        run_decode_graph();
+        ++n_past_;
+        if (all_logits || t == n - 1)
+            TT_CUDA_CHECK(cudaMemcpyAsync(plogits_.as<float>() + (all_logits ? size_t(t) * V : 0), logits_.ptr, V * 4,
+                                          cudaMemcpyDeviceToDevice, stream_));
+    }
+}
+
 std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, bool all_logits) {
     const int n = int(tokens.size());
     if (n == 0) fail("forward: no tokens");
@@ -492,7 +518,8 @@ std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, boo
         dev_logits = logits_.as<float>();
         count = size_t(spec_.vocab_size);
     } else {
-        prefill(tokens, all_logits);
+        if (profile_ == Profile::safe) prefill_by_decode(tokens, all_logits);
+        else prefill(tokens, all_logits);
         dev_logits = plogits_.as<float>();
         count = size_t(all_logits ? n : 1) * spec_.vocab_size;
     }
@@ -519,7 +546,8 @@ int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sa
     if (n_past_ + n > n_ctx_) fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
     for (int32_t id : tokens)
         if (id < 0 || id >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", id, spec_.vocab_size);
-    prefill(tokens, false);
+    if (profile_ == Profile::safe) prefill_by_decode(tokens, false);
+    else prefill(tokens, false);
     argmax(plogits_.as<float>(), spec_.vocab_size, io_.as<int32_t>() + 3, stream_);
     int32_t id = 0;
     TT_CUDA_CHECK(cudaMemcpyAsync(&id, io_.as<int32_t>() + 3, 4, cudaMemcpyDeviceToHost, stream_));

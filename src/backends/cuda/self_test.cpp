@@ -303,6 +303,7 @@ std::vector<Measured> decode_attention_case(Rng& r, DType kv_dt, int n_sms) {
     Dev dq(q), dk(kb), dv(vb), dout(ref.size() * 4);
     Dev part(decode_attention_partial_floats(n_heads, hd, splits) * 4);
     Dev dpos(std::vector<int>{pos});
+    Dev arrivals(std::vector<int>(size_t(n_kv), 0));
     DecodeAttnArgs a{};
     a.q = dq.as<float>();
     a.k_cache = dk.p;
@@ -310,6 +311,7 @@ std::vector<Measured> decode_attention_case(Rng& r, DType kv_dt, int n_sms) {
     a.kv_dt = kv_dt;
     a.out = dout.as<float>();
     a.partial = part.as<float>();
+    a.arrivals = arrivals.as<int>();
     a.d_pos = dpos.as<int>();
     a.n_heads = n_heads;
     a.n_kv_heads = n_kv;

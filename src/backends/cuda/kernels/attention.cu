@@ -1,11 +1,13 @@
 // Attention kernels. Decode: flash-decoding — the visible keys are split evenly over n_splits
 // blocks per KV head, each block scores its keys for all query heads of the GQA group (K and V rows
-// read once), keeps an unnormalized partial output with its running max and sum, and a second
-// kernel merges the splits. The split size is computed on the device from the current length, so
+// read once), keeps an unnormalized partial output with its running max and sum, and the last
+// block to finish merges the splits. RoPE and the KV-cache write of the new token can ride in the
+// same launch (one kernel per layer instead of three, which is what small models pay for). The split size is computed on the device from the current length, so
 // one graph-captured launch serves every position. Prefill: the masked softmax between the two
 // cuBLAS products (scores = Q K^T, out = P V).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/rope.cuh"
 
 namespace tt::cuda {
 
@@ -20,108 +22,140 @@ __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
     return max(k_min_chunk, (n_keys + n_splits - 1) / n_splits);
 }
 
-template <typename KV>
-__global__ void __launch_bounds__(k_attn_threads) decode_attn_split_kernel(DecodeAttnArgs a, int max_chunk) {
+// One block per (KV head, split). ROPE: q and the newest k/v are the raw projections; the block
+// prepares its group's q heads itself (bias, q/k norm, RoPE: the same rope.cuh as prefill), and the
+// block whose split holds the newest position also writes that position's k and v into the cache.
+// The last block of a KV head to finish merges the splits of its group (no second launch).
+template <typename W, typename KV, bool ROPE>
+__global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnArgs a, int max_chunk) {
     extern __shared__ float smem[];
+    __shared__ float scratch[32];
     const int kvh = blockIdx.x, split = blockIdx.y;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
-    const int len = *a.d_pos + 1;
+    const int pos = *a.d_pos, len = pos + 1;
     const int first = a.window > 0 ? max(0, len - a.window) : 0;
     const int chunk = split_chunk(len - first, a.n_splits);
+    const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that see keys
     const int start = first + split * chunk, end = min(start + chunk, len);
-    float* part = a.partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
-    if (start >= end) {
-        for (int g = threadIdx.x; g < group; g += blockDim.x) {
-            part[g * (hd + 2) + hd] = -INFINITY;
-            part[g * (hd + 2) + hd + 1] = 0.0f;
-        }
-        return;
-    }
     float* s_q = smem;                  // [group][hd]
     float* s_p = smem + group * hd;     // [group][max_chunk]
-    for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
-    __syncthreads();
-    const KV* kc = static_cast<const KV*>(a.k_cache);
-    const KV* vc = static_cast<const KV*>(a.v_cache);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    // Scores: one warp per key row, lanes across head_dim.
-    for (int j = start + warp; j < end; j += n_warps) {
-        const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
-        float kv_reg[8];  // head_dim <= 256
-        int nk = 0;
-        for (int d = lane; d < hd; d += 32) kv_reg[nk++] = to_float(krow[d]);
-        for (int g = 0; g < group; ++g) {
-            float dot = 0;
-            int i = 0;
-            for (int d = lane; d < hd; d += 32) dot += s_q[g * hd + d] * kv_reg[i++];
-            dot = warp_sum(dot) * a.scale;
-            if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
-            if (lane == 0) s_p[g * max_chunk + (j - start)] = dot;
+    if (start < end) {
+        if constexpr (ROPE) {
+            const RopeArgs& r = a.rope;
+            const W* bq = static_cast<const W*>(r.bq);
+            for (int g = 0; g < group; ++g) {
+                const int h = kvh * group + g;
+                prepare_head<W>(s_q + g * hd, r.q + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, pos, scratch);
+            }
+            if (end == len) {  // this split holds the newest position: k and v go into the cache first
+                float* s_k = s_p;  // borrowed until the scores are written
+                const W* bk = static_cast<const W*>(r.bk);
+                const W* bv = static_cast<const W*>(r.bv);
+                prepare_head<W>(s_k, r.k + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, pos, scratch);
+                KV* kc = static_cast<KV*>(r.k_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                KV* vc = static_cast<KV*>(r.v_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+                    kc[d] = from_float<KV>(s_k[d]);
+                    vc[d] = from_float<KV>(r.v[size_t(kvh) * hd + d] + (bv ? to_float(bv[size_t(kvh) * hd + d]) : 0.0f));
+                }
+            }
+        } else {
+            for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
+        }
+        __syncthreads();  // also makes this block's cache writes visible to its own reads below
+        const KV* kc = static_cast<const KV*>(a.k_cache);
+        const KV* vc = static_cast<const KV*>(a.v_cache);
+        // Scores: one warp per key row, lanes across head_dim.
+        for (int j = start + warp; j < end; j += n_warps) {
+            const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
+            float kv_reg[8];  // head_dim <= 256
+            int nk = 0;
+            for (int d = lane; d < hd; d += 32) kv_reg[nk++] = to_float(krow[d]);
+            for (int g = 0; g < group; ++g) {
+                float dot = 0;
+                int i = 0;
+                for (int d = lane; d < hd; d += 32) dot += s_q[g * hd + d] * kv_reg[i++];
+                dot = warp_sum(dot) * a.scale;
+                if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
+                if (lane == 0) s_p[g * max_chunk + (j - start)] = dot;
+            }
+        }
+        __syncthreads();
+        // Softmax statistics per query head of the group: one warp per head.
+        __shared__ float s_m[k_max_group], s_l[k_max_group];
+        const int n = end - start;
+        for (int g = warp; g < group; g += n_warps) {
+            float m = -INFINITY;
+            for (int j = lane; j < n; j += 32) m = fmaxf(m, s_p[g * max_chunk + j]);
+            m = warp_max(m);
+            float l = 0;
+            for (int j = lane; j < n; j += 32) {
+                const float p = __expf(s_p[g * max_chunk + j] - m);
+                s_p[g * max_chunk + j] = p;
+                l += p;
+            }
+            l = warp_sum(l);
+            if (lane == 0) {
+                s_m[g] = m;
+                s_l[g] = l;
+            }
+        }
+        __syncthreads();
+        // Unnormalized output: threads across (head, dim); V rows read coalesced.
+        float* part = a.partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
+        for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
+            const int g = i / hd, d = i % hd;
+            float acc = 0;
+            const KV* vcol = vc + size_t(start) * kv_dim + size_t(kvh) * hd + d;
+            for (int j = 0; j < n; ++j) acc += s_p[g * max_chunk + j] * to_float(vcol[size_t(j) * kv_dim]);
+            part[g * (hd + 2) + d] = acc;
+        }
+        for (int g = threadIdx.x; g < group; g += blockDim.x) {
+            part[g * (hd + 2) + hd] = s_m[g];
+            part[g * (hd + 2) + hd + 1] = s_l[g];
         }
     }
+    // The last of the KV head's blocks to arrive merges (threadFenceReduction pattern: every
+    // writer fences before the arrival count, the last arrival reads through L2).
+    __threadfence();
     __syncthreads();
-    // Softmax statistics per query head of the group: one warp per head.
-    __shared__ float s_m[k_max_group], s_l[k_max_group];
-    const int n = end - start;
+    __shared__ bool s_last;
+    if (threadIdx.x == 0) s_last = atomicAdd(&a.arrivals[kvh], 1) == a.n_splits - 1;
+    __syncthreads();
+    if (!s_last) return;
+    if (threadIdx.x == 0) a.arrivals[kvh] = 0;  // ready for the next launch (graph replay)
+    const size_t stride = size_t(group) * (hd + 2);
+    const float* base = a.partial + size_t(kvh) * a.n_splits * stride;
+    __shared__ float s_gm[k_max_group], s_gl[k_max_group];
     for (int g = warp; g < group; g += n_warps) {
         float m = -INFINITY;
-        for (int j = lane; j < n; j += 32) m = fmaxf(m, s_p[g * max_chunk + j]);
+        for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * (hd + 2) + hd));
         m = warp_max(m);
         float l = 0;
-        for (int j = lane; j < n; j += 32) {
-            const float p = __expf(s_p[g * max_chunk + j] - m);
-            s_p[g * max_chunk + j] = p;
-            l += p;
+        for (int sp = lane; sp < n_active; sp += 32) {
+            const float* ps = base + sp * stride + g * (hd + 2);
+            l += __ldcg(ps + hd + 1) * __expf(__ldcg(ps + hd) - m);
         }
         l = warp_sum(l);
         if (lane == 0) {
-            s_m[g] = m;
-            s_l[g] = l;
+            s_gm[g] = m;
+            s_gl[g] = l;
         }
     }
     __syncthreads();
-    // Unnormalized output: threads across (head, dim); V rows read coalesced.
     for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
         const int g = i / hd, d = i % hd;
         float acc = 0;
-        const KV* vcol = vc + size_t(start) * kv_dim + size_t(kvh) * hd + d;
-        for (int j = 0; j < n; ++j) acc += s_p[g * max_chunk + j] * to_float(vcol[size_t(j) * kv_dim]);
-        part[g * (hd + 2) + d] = acc;
-    }
-    for (int g = threadIdx.x; g < group; g += blockDim.x) {
-        part[g * (hd + 2) + hd] = s_m[g];
-        part[g * (hd + 2) + hd + 1] = s_l[g];
-    }
-}
-
-__global__ void decode_attn_merge_kernel(DecodeAttnArgs a) {
-    __shared__ float s_w[256];  // weight of each split: exp(m_split - m) / l
-    const int h = blockIdx.x, hd = a.head_dim, group = a.n_heads / a.n_kv_heads;
-    const int kvh = h / group, g = h % group;
-    const float* base = a.partial + size_t(kvh) * a.n_splits * group * (hd + 2) + size_t(g) * (hd + 2);
-    const size_t stride = size_t(group) * (hd + 2);
-    const int len = *a.d_pos + 1;
-    const int first = a.window > 0 ? max(0, len - a.window) : 0;
-    const int chunk = split_chunk(len - first, a.n_splits);
-    const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that saw keys
-    if (threadIdx.x < 32) {
-        float m = -INFINITY;
-        for (int sp = threadIdx.x; sp < n_active; sp += 32) m = fmaxf(m, base[sp * stride + hd]);
-        m = warp_max(m);
-        float l = 0;
-        for (int sp = threadIdx.x; sp < n_active; sp += 32) {
-            const float w = __expf(base[sp * stride + hd] - m);
-            s_w[sp] = w;
-            l += base[sp * stride + hd + 1] * w;
+        for (int sp = 0; sp < n_active; ++sp) {
+            const float* ps = base + sp * stride + g * (hd + 2);
+            acc += __ldcg(ps + d) * __expf(__ldcg(ps + hd) - s_gm[g]);
         }
-        l = warp_sum(l);
-        for (int sp = threadIdx.x; sp < n_active; sp += 32) s_w[sp] /= l;
-    }
-    __syncthreads();
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float acc = 0;
-        for (int sp = 0; sp < n_active; ++sp) acc += base[sp * stride + d] * s_w[sp];
-        a.out[size_t(h) * hd + d] = acc;
+        a.out[size_t(kvh * group + g) * hd + d] = acc / s_gl[g];
     }
 }
 
@@ -174,14 +208,15 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int group = a.n_heads / a.n_kv_heads;
     if (group > k_max_group || a.head_dim > 256) fail("decode attention: GQA group {} or head_dim {} too large", group, a.head_dim);
     const int max_chunk = std::max(k_min_chunk, (a.n_ctx + a.n_splits - 1) / a.n_splits);
-    const size_t smem = (size_t(group) * a.head_dim + size_t(group) * max_chunk) * sizeof(float);
-    TT_DISPATCH_FLOAT(a.kv_dt, KV, {
-        auto k = decode_attn_split_kernel<KV>;
+    // s_p doubles as the newest k row under ROPE, so it holds at least head_dim floats.
+    const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
+    const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits));
+    const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
+    TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
+        auto k = a.rope_fused ? decode_attn_kernel<W, KV, true> : decode_attn_kernel<W, KV, false>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        k<<<dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits)), k_attn_threads, smem, s>>>(a, max_chunk);
-    });
-    TT_CUDA_LAUNCH_CHECK();
-    decode_attn_merge_kernel<<<a.n_heads, 128, 0, s>>>(a);
+        k<<<grid, k_attn_threads, smem, s>>>(a, max_chunk);
+    }));
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -1,27 +1,40 @@
-// Decode GEMV: y = W x for one token, the step that bounds batch-1 decoding. Each warp owns one
-// output row and streams it with 16-byte loads, several in flight per lane; x (f32) sits in shared
-// memory, RMS-normalized on the way in when the pre-norm is fused. One launch can cover several
-// matrices that share x (q, k and v), so small projections still fill the GPU.
+// Decode GEMV: y = W x for one token, the step that bounds batch-1 decoding. Each warp streams
+// whole weight rows with 16-byte loads, several in flight per lane. The grid is persistent: as many
+// blocks as fit on the GPU at once, each warp taking every (grid warps)-th row, so the per-block
+// prologue (x into shared memory, RMS-normalized when the pre-norm is fused) is paid once per
+// block rather than once per 8 rows — on the H200 that prologue, repeated per small block, held
+// the gated GEMV to 58% of DRAM peak. The first loads of each warp are issued before the prologue,
+// so DRAM is busy while x is prepared. One launch can cover several matrices that share x (q, k, v).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
 
 #include <cstdlib>
+#include <map>
 
 namespace tt::cuda {
 
 namespace {
 
-constexpr int k_warps = 8;  // rows per block
+constexpr int k_warps = 8;  // warps per block
 
-// Loads x into shared memory as f32, optionally RMS-normalized with norm_w (+ offset).
+// Loads x into shared memory as f32 with 16-byte loads (cols % 4 == 0 and x aligned, else scalar),
+// optionally RMS-normalized with norm_w (+ offset).
 template <typename W>
 __device__ void load_x(float* s_x, const float* x, int cols, const W* norm_w, float offset, float eps) {
     __shared__ float scratch[32];
     float ss = 0;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        const float v = x[i];
-        s_x[i] = v;
-        ss += v * v;
+    if ((cols & 3) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+        for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
+            const float4 v = reinterpret_cast<const float4*>(x)[i];
+            reinterpret_cast<float4*>(s_x)[i] = v;
+            ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+    } else {
+        for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+            const float v = x[i];
+            s_x[i] = v;
+            ss += v * v;
+        }
     }
     if (norm_w) {
         const float inv = rsqrtf(block_sum(ss, scratch) / cols + eps);
@@ -44,10 +57,24 @@ __device__ __forceinline__ float dot16(const int4& v, const float* xs) {
     return acc;
 }
 
-// Dot products of R weight rows (gate and up: R = 2) with s_x, by one warp, UNROLL 16-byte loads
-// per row in flight per lane; the loads of all rows are issued before any is used.
+// The loads of one step of a warp: UNROLL 16-byte pieces of each of R rows per lane.
+template <int UNROLL, int R>
+struct Batch {
+    int4 v[R][UNROLL];
+    template <typename W>
+    __device__ __forceinline__ void load(const W* const (&w)[R], int i) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) v[r][u] = __ldg(reinterpret_cast<const int4*>(w[r]) + i + 32 * u);
+    }
+};
+
+// Dot products of R weight rows (gate and up: R = 2) with x, by one warp; `pre` holds the first
+// batch when `have_pre` (loaded before the block's prologue). Every lane ends with the sums.
 template <typename W, bool VECTOR, int UNROLL, int R>
-__device__ void rows_dot(const W* const (&w)[R], const float* s_x, int cols, float (&out)[R]) {
+__device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const Batch<UNROLL, R>& pre, bool have_pre,
+                         float (&out)[R]) {
     const int lane = threadIdx.x & 31;
     float acc[R] = {};
     if constexpr (VECTOR) {
@@ -55,71 +82,94 @@ __device__ void rows_dot(const W* const (&w)[R], const float* s_x, int cols, flo
         const int n4 = cols / vec;
         int i = lane;
         for (; i + 32 * (UNROLL - 1) < n4; i += 32 * UNROLL) {
-            int4 v[R][UNROLL];
+            Batch<UNROLL, R> b;
+            if (have_pre) {
+                b = pre;
+                have_pre = false;
+            } else {
+                b.load(w, i);
+            }
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) v[r][u] = __ldg(reinterpret_cast<const int4*>(w[r]) + i + 32 * u);
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) acc[r] += dot16<W>(v[r][u], s_x + (i + 32 * u) * vec);
+                for (int u = 0; u < UNROLL; ++u) acc[r] += dot16<W>(b.v[r][u], x + (i + 32 * u) * vec);
         }
         for (; i < n4; i += 32)
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r] += dot16<W>(__ldg(reinterpret_cast<const int4*>(w[r]) + i), s_x + i * vec);
+            for (int r = 0; r < R; ++r) acc[r] += dot16<W>(__ldg(reinterpret_cast<const int4*>(w[r]) + i), x + i * vec);
     } else {
         for (int c = lane; c < cols; c += 32)
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r] += to_float(w[r][c]) * s_x[c];
+            for (int r = 0; r < R; ++r) acc[r] += to_float(w[r][c]) * x[c];
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) out[r] = warp_sum(acc[r]);
 }
 
-// XSMEM: x is staged in shared memory (needed for the fused pre-norm). Without a pre-norm the
-// lanes read x straight from global memory (it is small and stays in L1/L2): no prologue, no
-// shared memory, more blocks resident per SM.
-template <typename W, bool VECTOR, int UNROLL, bool XSMEM>
-__global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a) {
+// The persistent row loop shared by both kernels: rows_of(r, ptrs) fills the R row pointers of
+// output row r, epilogue(r, sums) stores it. XSMEM: x is staged in shared memory (needed for the
+// fused pre-norm); otherwise lanes read x straight from global memory (small, stays in L1/L2).
+template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, typename RowsOf, typename Epilogue>
+__device__ void stream_rows(int rows, int cols, const float* x, const W* norm_w, float offset, float eps, RowsOf rows_of,
+                            Epilogue epilogue) {
     extern __shared__ float s_x[];
-    const float* xin = a.x;
-    if (XSMEM) {
-        load_x(s_x, a.x, a.cols, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps);
+    const int lane = threadIdx.x & 31;
+    const int first = blockIdx.x * k_warps + (threadIdx.x >> 5), step = gridDim.x * k_warps;
+    Batch<UNROLL, R> pre;
+    bool have_pre = false;
+    if constexpr (VECTOR) {
+        if (first < rows && lane + 32 * (UNROLL - 1) < cols / int(16 / sizeof(W))) {
+            const W* w[R];
+            rows_of(first, w);
+            pre.load(w, lane);
+            have_pre = true;
+        }
+    }
+    const float* xin = x;
+    if constexpr (XSMEM) {
+        load_x(s_x, x, cols, norm_w, offset, eps);
         xin = s_x;
     }
-    int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
-    int seg = 0;
-    while (seg < a.n_seg && r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
-    if (seg >= a.n_seg) return;
-    const GemvSegment& sg = a.seg[seg];
-    const W* rows[1] = {static_cast<const W*>(sg.w) + size_t(r) * a.cols};
-    float dots[1];
-    rows_dot<W, VECTOR, UNROLL, 1>(rows, xin, a.cols, dots);
-    const float dot = dots[0];
-    if ((threadIdx.x & 31) == 0) {
-        const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
-        sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot + b;
+    for (int r = first; r < rows; r += step) {
+        const W* w[R];
+        rows_of(r, w);
+        float sums[R];
+        rows_dot<W, VECTOR, UNROLL, R>(w, xin, cols, pre, have_pre && r == first, sums);
+        if (lane == 0) epilogue(r, sums);
     }
+}
+
+template <typename W, bool VECTOR, int UNROLL, bool XSMEM>
+__global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows) {
+    auto rows_of = [&](int r, const W* (&w)[1]) {
+        int seg = 0;
+        while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
+        w[0] = static_cast<const W*>(a.seg[seg].w) + size_t(r) * a.cols;
+    };
+    auto epilogue = [&](int r, const float (&dot)[1]) {
+        int seg = 0;
+        while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
+        const GemvSegment& sg = a.seg[seg];
+        const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
+        sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
+    };
+    stream_rows<W, VECTOR, UNROLL, 1, XSMEM>(rows, a.cols, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
+                                             rows_of, epilogue);
 }
 
 template <typename W, bool VECTOR, int UNROLL>
 __global__ void __launch_bounds__(k_warps * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
                       const W* norm_w, float offset, float eps, GateAct act, float* y) {
-    extern __shared__ float s_x[];
-    load_x(s_x, x, cols, norm_w, offset, eps);
-    const int r = blockIdx.x * k_warps + (threadIdx.x >> 5);
-    if (r >= rows) return;
-    const W* wrows[2] = {wg + size_t(r) * cols, wu + size_t(r) * cols};
-    float gu[2];
-    rows_dot<W, VECTOR, UNROLL, 2>(wrows, s_x, cols, gu);
-    float g = gu[0], u = gu[1];
-    if ((threadIdx.x & 31) == 0) {
-        if (bg) g += to_float(bg[r]);
-        if (bu) u += to_float(bu[r]);
+    auto rows_of = [&](int r, const W* (&w)[2]) {
+        w[0] = wg + size_t(r) * cols;
+        w[1] = wu + size_t(r) * cols;
+    };
+    auto epilogue = [&](int r, const float (&gu)[2]) {
+        const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
-    }
+    };
+    stream_rows<W, VECTOR, UNROLL, 2, true>(rows, cols, x, norm_w, offset, eps, rows_of, epilogue);
 }
 
 // 16-byte loads need every row to start 16-byte aligned: cols * sizeof(W) % 16 == 0 and the base
@@ -131,10 +181,22 @@ bool vectorizable(int cols, size_t elem, std::initializer_list<const void*> ptrs
     return true;
 }
 
+// Blocks of `kernel` that fit on the device at once with `smem` bytes each: the persistent grid.
 template <typename K>
-void set_smem(K kernel, size_t smem) {
+int resident_blocks(K kernel, size_t smem) {
+    static std::map<std::pair<const void*, size_t>, int> cache;  // decode launches from one thread
+    const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
     if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int dev = 0, sms = 0, per_sm = 0;
+    TT_CUDA_CHECK(cudaGetDevice(&dev));
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k_warps * 32, smem));
+    return cache[key] = std::max(1, sms * per_sm);
 }
+
+unsigned grid_for(int rows, int resident) { return unsigned(std::min((rows + k_warps - 1) / k_warps, resident)); }
 
 // 16-byte loads in flight per lane and row: TT_GEMV_UNROLL (4 or 8), default 4. A tuning knob
 // for the H200 A/B in docs/BENCHMARKS.md.
@@ -151,18 +213,16 @@ int gemv_unroll() {
 void gemv(const GemvArgs& a, cudaStream_t s) {
     int rows = 0;
     for (int i = 0; i < a.n_seg; ++i) rows += a.seg[i].rows;
-    const dim3 grid(unsigned((rows + k_warps - 1) / k_warps));
     const size_t smem = size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
         if (a.norm_w || !vec) {
             auto k = !vec ? gemv_kernel<W, false, 4, true>
                           : gemv_unroll() == 8 ? gemv_kernel<W, true, 8, true> : gemv_kernel<W, true, 4, true>;
-            set_smem(k, smem);
-            k<<<grid, k_warps * 32, smem, s>>>(a);
+            k<<<grid_for(rows, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(a, rows);
         } else {
             auto k = gemv_unroll() == 8 ? gemv_kernel<W, true, 8, false> : gemv_kernel<W, true, 4, false>;
-            k<<<grid, k_warps * 32, 0, s>>>(a);
+            k<<<grid_for(rows, resident_blocks(k, 0)), k_warps * 32, 0, s>>>(a, rows);
         }
     });
     TT_CUDA_LAUNCH_CHECK();
@@ -170,7 +230,6 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
 
 void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
                 const float* x, const void* norm_w, float offset, float eps, GateAct act, float* y, cudaStream_t s) {
-    const dim3 grid(unsigned((rows + k_warps - 1) / k_warps));
     const size_t smem = size_t(cols) * sizeof(float);
     TT_DISPATCH_FLOAT(wdt, W, {
         const W *g = static_cast<const W*>(wg), *u = static_cast<const W*>(wu);
@@ -178,8 +237,7 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
         const bool vec = vectorizable(cols, sizeof(W), {wg, wu});
         auto k = !vec ? gemv_gated_kernel<W, false, 4>
                       : gemv_unroll() == 8 ? gemv_gated_kernel<W, true, 8> : gemv_gated_kernel<W, true, 4>;
-        set_smem(k, smem);
-        k<<<grid, k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y);
+        k<<<grid_for(rows, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y);
     });
     TT_CUDA_LAUNCH_CHECK();
 }

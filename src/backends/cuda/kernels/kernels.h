@@ -83,17 +83,23 @@ void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_
 
 // ---- attention.cu ----
 // Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:
-// K/V rows are read once for the n_heads / n_kv_heads query heads that share them. The sequence
-// length is *d_pos + 1 read on the device (so the launch can live in a CUDA graph).
+// K/V rows are read once for the n_heads / n_kv_heads query heads that share them; the last block
+// of each KV head merges the splits. The sequence length is *d_pos + 1 read on the device (so the
+// launch can live in a CUDA graph). With rope_fused, q and the new k/v are the raw projections
+// (rope.q/k/v, n = 1): biases, q/k norm and RoPE are applied in the kernel, and k/v are written
+// into the cache at *d_pos before use (rope.k_cache/v_cache must equal k_cache/v_cache).
 struct DecodeAttnArgs {
-    const float* q;            // [n_heads * head_dim]
+    const float* q;            // [n_heads * head_dim], already rotated (when !rope_fused)
     const void* k_cache; const void* v_cache; DType kv_dt;  // [n_ctx, kv_dim]
     float* out;                // [n_heads * head_dim]
     float* partial;            // scratch: [n_kv_heads, n_splits, group, head_dim + 2]
+    int* arrivals;             // scratch: [n_kv_heads] ints, zero before the first launch (self-resetting)
     const int* d_pos;
     int n_heads, n_kv_heads, head_dim, n_ctx, n_splits;
     int window;                // sliding window (0 = full)
     float scale, softcap;
+    bool rope_fused;
+    RopeArgs rope;             // when rope_fused
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 int decode_attention_splits(int n_kv_heads, int n_sms);

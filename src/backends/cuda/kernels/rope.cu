@@ -1,8 +1,9 @@
-// q/k post-processing after the projections, one block per (token, head): biases, Qwen3/Gemma
-// per-head q/k RMSNorm, rotary embedding (transformers' rotate_half layout), and the KV-cache write
-// of k and v. Positions come from device memory so the decode step can be a CUDA graph.
+// q/k post-processing after the prefill projections, one block per (token, head): biases,
+// Qwen3/Gemma per-head q/k RMSNorm, rotary embedding (rope.cuh), and the KV-cache write of k and v.
+// (Decode does the same inside its attention kernel, attention.cu.)
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/rope.cuh"
 
 namespace tt::cuda {
 
@@ -17,30 +18,8 @@ __global__ void rope_qkv_kernel(RopeArgs a) {
     const int pos = (a.d_pos0 ? *a.d_pos0 : a.pos0) + t;
     float* src = is_q ? a.q + size_t(t) * a.q_stride + size_t(head) * hd : a.k + size_t(t) * a.k_stride + size_t(head) * hd;
     const W* bias = static_cast<const W*>(is_q ? a.bq : a.bk);
-    const W* norm = static_cast<const W*>(is_q ? a.q_norm : a.k_norm);
-    float ss = 0;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float v = src[d] + (bias ? to_float(bias[size_t(head) * hd + d]) : 0.0f);
-        hv[d] = v;
-        ss += v * v;
-    }
-    if (norm) {
-        const float inv = rsqrtf(block_sum(ss, scratch) / hd + a.norm_eps);
-        for (int d = threadIdx.x; d < hd; d += blockDim.x) hv[d] = hv[d] * inv * (to_float(norm[d]) + a.norm_offset);
-    }
-    __syncthreads();
-    const int half = a.rotary_dim / 2;
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        const float angle = float(pos) * a.inv_freq[i];
-        float sn, cs;
-        sincosf(angle, &sn, &cs);
-        cs *= a.attention_factor;
-        sn *= a.attention_factor;
-        const float x1 = hv[i], x2 = hv[i + half];
-        hv[i] = x1 * cs - x2 * sn;
-        hv[i + half] = x2 * cs + x1 * sn;
-    }
-    __syncthreads();
+    prepare_head<W>(hv, src, bias ? bias + size_t(head) * hd : nullptr, static_cast<const W*>(is_q ? a.q_norm : a.k_norm),
+                    a.norm_offset, a.norm_eps, hd, a.inv_freq, a.rotary_dim, a.attention_factor, pos, scratch);
     const int kv_dim = a.n_kv_heads * hd;
     if (is_q) {
         QO* qo = static_cast<QO*>(a.q_out);
