@@ -74,7 +74,10 @@ TEST(CudaKernels, GemvMatchesCpuLinear) {
     struct Case { int rows, cols; bool prenorm, accumulate, bias; int n_seg; };
     const Case cases[] = {{64, 64, false, false, false, 1},   {4096, 1024, true, false, false, 3},
                           {333, 172, true, true, true, 1},    {1000, 4096, false, true, false, 2},
-                          {257, 24, true, false, true, 3},    {2048, 14336 / 4, false, false, true, 1}};
+                          {257, 24, true, false, true, 3},    {2048, 14336 / 4, false, false, true, 1},
+                          // few rows, long columns: several warps share a row (column slices)
+                          {64, 8192, true, true, true, 1},    {24, 2048, false, false, false, 1},
+                          {96, 4096, false, true, true, 3}};
     for (DType dt : k_dtypes) {
         for (const Case& c : cases) {
             auto x = randn(size_t(c.cols));
@@ -122,7 +125,7 @@ TEST(CudaKernels, GemvMatchesCpuLinear) {
 TEST(CudaKernels, GatedGemvMatchesCpu) {
     ThreadPool pool(2);
     for (DType dt : k_dtypes) {
-        for (auto [rows, cols] : {std::pair{128, 64}, {3072, 1024}, {172, 64}, {509, 136}}) {
+        for (auto [rows, cols] : {std::pair{128, 64}, {3072, 1024}, {172, 64}, {509, 136}, {40, 8192}}) {
             for (auto act : {cuda::GateAct::silu, cuda::GateAct::gelu_tanh}) {
                 auto x = randn(size_t(cols)), nw = randn(size_t(cols), 0.3f);
                 auto wg = randn(size_t(rows) * cols, 0.05f), wu = randn(size_t(rows) * cols, 0.05f);

@@ -9,14 +9,16 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/rope.cuh"
 
+#include <cstdlib>
+
 namespace tt::cuda {
 
 namespace {
 
-constexpr int k_attn_threads = 128;
+constexpr int k_attn_threads = 256;
 constexpr int k_max_group = 16;
 // Keys per split at least: short contexts use few splits (the merge then reads few partials).
-constexpr int k_min_chunk = 16;
+constexpr int k_min_chunk = 32;
 
 __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
     return max(k_min_chunk, (n_keys + n_splits - 1) / n_splits);
@@ -29,7 +31,6 @@ __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
 template <typename W, typename KV, bool ROPE>
 __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnArgs a, int max_chunk) {
     extern __shared__ float smem[];
-    __shared__ float scratch[32];
     const int kvh = blockIdx.x, split = blockIdx.y;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
     const int pos = *a.d_pos, len = pos + 1;
@@ -40,28 +41,42 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     float* s_q = smem;                  // [group][hd]
     float* s_p = smem + group * hd;     // [group][max_chunk]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    if (start < end) {
+    // Hint the next weights (the output projection) into L2: at short contexts this kernel is a
+    // chain of latencies that leaves DRAM idle, so the GEMV that follows then reads from L2.
+    if (a.prefetch_bytes > 0) {
+        const size_t lines = (a.prefetch_bytes + 127) / 128, n_blocks = size_t(gridDim.x) * gridDim.y;
+        const size_t per = (lines + n_blocks - 1) / n_blocks, b = size_t(blockIdx.y) * gridDim.x + blockIdx.x;
+        const char* base = static_cast<const char*>(a.prefetch);
+        for (size_t l = b * per + threadIdx.x; l < min(lines, (b + 1) * per); l += blockDim.x)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
+    }
+    if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
+    {
         if constexpr (ROPE) {
+            // One warp per head: the group's q heads, and the new k when this split holds the
+            // newest position (its k and v go into the cache before the scores read it).
             const RopeArgs& r = a.rope;
-            const W* bq = static_cast<const W*>(r.bq);
-            for (int g = 0; g < group; ++g) {
-                const int h = kvh * group + g;
-                prepare_head<W>(s_q + g * hd, r.q + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
-                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, pos, scratch);
-            }
-            if (end == len) {  // this split holds the newest position: k and v go into the cache first
-                float* s_k = s_p;  // borrowed until the scores are written
-                const W* bk = static_cast<const W*>(r.bk);
-                const W* bv = static_cast<const W*>(r.bv);
-                prepare_head<W>(s_k, r.k + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
-                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, pos, scratch);
-                KV* kc = static_cast<KV*>(r.k_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                KV* vc = static_cast<KV*>(r.v_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-                    kc[d] = from_float<KV>(s_k[d]);
-                    vc[d] = from_float<KV>(r.v[size_t(kvh) * hd + d] + (bv ? to_float(bv[size_t(kvh) * hd + d]) : 0.0f));
+            const bool newest = end == len;
+            float* s_k = s_p;  // borrowed until the scores are written
+            for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
+                if (task < group) {
+                    const int h = kvh * group + task;
+                    const W* bq = static_cast<const W*>(r.bq);
+                    prepare_head<W>(s_q + task * hd, r.q + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                                    static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                    r.attention_factor, pos);
+                } else {
+                    const W* bk = static_cast<const W*>(r.bk);
+                    const W* bv = static_cast<const W*>(r.bv);
+                    prepare_head<W>(s_k, r.k + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                                    static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                    r.attention_factor, pos);
+                    KV* kc = static_cast<KV*>(r.k_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                    KV* vc = static_cast<KV*>(r.v_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                    for (int d = lane; d < hd; d += 32) {
+                        kc[d] = from_float<KV>(s_k[d]);
+                        vc[d] = from_float<KV>(r.v[size_t(kvh) * hd + d] + (bv ? to_float(bv[size_t(kvh) * hd + d]) : 0.0f));
+                    }
                 }
             }
         } else {
@@ -70,19 +85,34 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
         __syncthreads();  // also makes this block's cache writes visible to its own reads below
         const KV* kc = static_cast<const KV*>(a.k_cache);
         const KV* vc = static_cast<const KV*>(a.v_cache);
-        // Scores: one warp per key row, lanes across head_dim.
-        for (int j = start + warp; j < end; j += n_warps) {
-            const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
-            float kv_reg[8];  // head_dim <= 256
-            int nk = 0;
-            for (int d = lane; d < hd; d += 32) kv_reg[nk++] = to_float(krow[d]);
-            for (int g = 0; g < group; ++g) {
-                float dot = 0;
-                int i = 0;
-                for (int d = lane; d < hd; d += 32) dot += s_q[g * hd + d] * kv_reg[i++];
-                dot = warp_sum(dot) * a.scale;
-                if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
-                if (lane == 0) s_p[g * max_chunk + (j - start)] = dot;
+        // Scores: one warp per key row, lanes across head_dim; each warp loads k_batch rows before
+        // using any, so their DRAM latencies overlap instead of queueing one after another.
+        constexpr int k_batch = 4;
+        for (int j0 = start + warp; j0 < end; j0 += k_batch * n_warps) {
+            float kv_reg[k_batch][8];  // head_dim <= 256
+#pragma unroll
+            for (int b = 0; b < k_batch; ++b) {
+                const int j = j0 + b * n_warps;
+                if (j < end) {
+                    const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
+#pragma unroll
+                    for (int i = 0; i < 8; ++i)
+                        if (lane + 32 * i < hd) kv_reg[b][i] = to_float(krow[lane + 32 * i]);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < k_batch; ++b) {
+                const int j = j0 + b * n_warps;
+                if (j >= end) break;
+                for (int g = 0; g < group; ++g) {
+                    float dot = 0;
+#pragma unroll
+                    for (int i = 0; i < 8; ++i)
+                        if (lane + 32 * i < hd) dot += s_q[g * hd + lane + 32 * i] * kv_reg[b][i];
+                    dot = warp_sum(dot) * a.scale;
+                    if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
+                    if (lane == 0) s_p[g * max_chunk + (j - start)] = dot;
+                }
             }
         }
         __syncthreads();
@@ -106,26 +136,30 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
             }
         }
         __syncthreads();
-        // Unnormalized output: threads across (head, dim); V rows read coalesced.
+        // Output: threads across (head, dim); V rows read coalesced. A lone active split (short
+        // contexts) normalizes and writes the result itself: no partials, no merge.
         float* part = a.partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
         for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
             const int g = i / hd, d = i % hd;
             float acc = 0;
             const KV* vcol = vc + size_t(start) * kv_dim + size_t(kvh) * hd + d;
+#pragma unroll 8
             for (int j = 0; j < n; ++j) acc += s_p[g * max_chunk + j] * to_float(vcol[size_t(j) * kv_dim]);
-            part[g * (hd + 2) + d] = acc;
+            if (n_active == 1) a.out[size_t(kvh * group + g) * hd + d] = acc / s_l[g];
+            else part[g * (hd + 2) + d] = acc;
         }
+        if (n_active == 1) return;
         for (int g = threadIdx.x; g < group; g += blockDim.x) {
             part[g * (hd + 2) + hd] = s_m[g];
             part[g * (hd + 2) + hd + 1] = s_l[g];
         }
     }
-    // The last of the KV head's blocks to arrive merges (threadFenceReduction pattern: every
+    // The last of the KV head's active blocks to arrive merges (threadFenceReduction pattern: every
     // writer fences before the arrival count, the last arrival reads through L2).
     __threadfence();
     __syncthreads();
     __shared__ bool s_last;
-    if (threadIdx.x == 0) s_last = atomicAdd(&a.arrivals[kvh], 1) == a.n_splits - 1;
+    if (threadIdx.x == 0) s_last = atomicAdd(&a.arrivals[kvh], 1) == n_active - 1;
     __syncthreads();
     if (!s_last) return;
     if (threadIdx.x == 0) a.arrivals[kvh] = 0;  // ready for the next launch (graph replay)
@@ -212,10 +246,14 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits));
     const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
+    // TT_NO_L2_PREFETCH=1 turns the L2 hint off, for the A/B in docs/BENCHMARKS.md.
+    static const bool no_prefetch = std::getenv("TT_NO_L2_PREFETCH") != nullptr;
+    DecodeAttnArgs args = a;
+    if (no_prefetch) args.prefetch_bytes = 0;
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = a.rope_fused ? decode_attn_kernel<W, KV, true> : decode_attn_kernel<W, KV, false>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        k<<<grid, k_attn_threads, smem, s>>>(a, max_chunk);
+        k<<<grid, k_attn_threads, smem, s>>>(args, max_chunk);
     }));
     TT_CUDA_LAUNCH_CHECK();
 }

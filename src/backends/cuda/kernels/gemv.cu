@@ -109,18 +109,29 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 // The persistent row loop shared by both kernels: rows_of(r, ptrs) fills the R row pointers of
 // output row r, epilogue(r, sums) stores it. XSMEM: x is staged in shared memory (needed for the
 // fused pre-norm); otherwise lanes read x straight from global memory (small, stays in L1/L2).
-template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, typename RowsOf, typename Epilogue>
-__device__ void stream_rows(int rows, int cols, const float* x, const W* norm_w, float offset, float eps, RowsOf rows_of,
-                            Epilogue epilogue) {
+// kslices > 1 (a divisor of k_warps): that many warps share each row, one column slice each, and
+// add up through shared memory — for matrices with too few rows to give every warp one (the
+// output and down projections of small models), where a warp per row left most of the GPU idle.
+template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, bool SLICED, typename RowsOf, typename Epilogue>
+__device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x, const W* norm_w, float offset, float eps,
+                            RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ float s_x[];
-    const int lane = threadIdx.x & 31;
-    const int first = blockIdx.x * k_warps + (threadIdx.x >> 5), step = gridDim.x * k_warps;
+    __shared__ float s_part[k_warps][R];
+    // A compile-time 1 unless SLICED: the common path keeps the register budget (and so the
+    // resident warps) of a plain warp-per-row loop.
+    const int kslices = SLICED ? kslices_arg : 1;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int rows_per_group = k_warps / kslices, row_in_group = warp / kslices, slice = warp % kslices;
+    const int slice_cols = cols / kslices, c0 = slice * slice_cols;
     Batch<UNROLL, R> pre;
     bool have_pre = false;
     if constexpr (VECTOR) {
-        if (first < rows && lane + 32 * (UNROLL - 1) < cols / int(16 / sizeof(W))) {
+        const int first = blockIdx.x * rows_per_group + row_in_group;
+        if (first < rows && lane + 32 * (UNROLL - 1) < slice_cols / int(16 / sizeof(W))) {
             const W* w[R];
             rows_of(first, w);
+#pragma unroll
+            for (int i = 0; i < R; ++i) w[i] += c0;
             pre.load(w, lane);
             have_pre = true;
         }
@@ -130,17 +141,36 @@ __device__ void stream_rows(int rows, int cols, const float* x, const W* norm_w,
         load_x(s_x, x, cols, norm_w, offset, eps);
         xin = s_x;
     }
-    for (int r = first; r < rows; r += step) {
-        const W* w[R];
-        rows_of(r, w);
-        float sums[R];
-        rows_dot<W, VECTOR, UNROLL, R>(w, xin, cols, pre, have_pre && r == first, sums);
-        if (lane == 0) epilogue(r, sums);
+    for (int g = blockIdx.x; g * rows_per_group < rows; g += gridDim.x) {  // uniform over the block
+        const int r = g * rows_per_group + row_in_group;
+        float sums[R] = {};
+        if (r < rows) {
+            const W* w[R];
+            rows_of(r, w);
+#pragma unroll
+            for (int i = 0; i < R; ++i) w[i] += c0;
+            rows_dot<W, VECTOR, UNROLL, R>(w, xin + c0, slice_cols, pre, have_pre && g == int(blockIdx.x), sums);
+        }
+        if (!SLICED) {
+            if (lane == 0 && r < rows) epilogue(r, sums);
+            continue;
+        }
+        if (lane == 0)
+#pragma unroll
+            for (int i = 0; i < R; ++i) s_part[warp][i] = sums[i];
+        __syncthreads();
+        if (slice == 0 && lane == 0 && r < rows) {
+            for (int k = 1; k < kslices; ++k)
+#pragma unroll
+                for (int i = 0; i < R; ++i) sums[i] += s_part[warp + k][i];
+            epilogue(r, sums);
+        }
+        __syncthreads();
     }
 }
 
-template <typename W, bool VECTOR, int UNROLL, bool XSMEM>
-__global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows) {
+template <typename W, bool VECTOR, int UNROLL, bool XSMEM, bool SLICED>
+__global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
         int seg = 0;
         while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
@@ -153,14 +183,14 @@ __global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
     };
-    stream_rows<W, VECTOR, UNROLL, 1, XSMEM>(rows, a.cols, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
-                                             rows_of, epilogue);
+    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
+                                             a.norm_eps, rows_of, epilogue);
 }
 
-template <typename W, bool VECTOR, int UNROLL>
+template <typename W, bool VECTOR, int UNROLL, bool SLICED>
 __global__ void __launch_bounds__(k_warps * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
-                      const W* norm_w, float offset, float eps, GateAct act, float* y) {
+                      const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[2]) {
         w[0] = wg + size_t(r) * cols;
         w[1] = wu + size_t(r) * cols;
@@ -169,7 +199,7 @@ __global__ void __launch_bounds__(k_warps * 32)
         const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    stream_rows<W, VECTOR, UNROLL, 2, true>(rows, cols, x, norm_w, offset, eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
 }
 
 // 16-byte loads need every row to start 16-byte aligned: cols * sizeof(W) % 16 == 0 and the base
@@ -196,7 +226,21 @@ int resident_blocks(K kernel, size_t smem) {
     return cache[key] = std::max(1, sms * per_sm);
 }
 
-unsigned grid_for(int rows, int resident) { return unsigned(std::min((rows + k_warps - 1) / k_warps, resident)); }
+// Warps per row (1, 2, 4 or 8): more when the rows alone would leave resident warps idle, as long
+// as each slice keeps whole 16-byte vectors for every lane at least twice.
+int kslices_for(int rows, int cols, size_t elem, bool vec, int resident) {
+    int k = 1;
+    const int vec_elems = int(16 / elem);
+    while (vec && k < k_warps && size_t(rows) * k * 2 <= size_t(resident) * k_warps && cols % (2 * k * vec_elems) == 0 &&
+           cols / (2 * k) >= 64 * vec_elems)
+        k *= 2;
+    return k;
+}
+
+unsigned grid_for(int rows, int kslices, int resident) {
+    const int per_block = k_warps / kslices;
+    return unsigned(std::min((rows + per_block - 1) / per_block, resident));
+}
 
 // 16-byte loads in flight per lane and row: TT_GEMV_UNROLL (4 or 8), default 4. A tuning knob
 // for the H200 A/B in docs/BENCHMARKS.md.
@@ -216,14 +260,14 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
     const size_t smem = size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
-        if (a.norm_w || !vec) {
-            auto k = !vec ? gemv_kernel<W, false, 4, true>
-                          : gemv_unroll() == 8 ? gemv_kernel<W, true, 8, true> : gemv_kernel<W, true, 4, true>;
-            k<<<grid_for(rows, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(a, rows);
-        } else {
-            auto k = gemv_unroll() == 8 ? gemv_kernel<W, true, 8, false> : gemv_kernel<W, true, 4, false>;
-            k<<<grid_for(rows, resident_blocks(k, 0)), k_warps * 32, 0, s>>>(a, rows);
-        }
+        const bool xsmem = a.norm_w || !vec;
+        const size_t sm = xsmem ? smem : 0;
+        auto k = !vec ? gemv_kernel<W, false, 4, true, false>
+                 : xsmem ? (gemv_unroll() == 8 ? gemv_kernel<W, true, 8, true, false> : gemv_kernel<W, true, 4, true, false>)
+                         : (gemv_unroll() == 8 ? gemv_kernel<W, true, 8, false, false> : gemv_kernel<W, true, 4, false, false>);
+        const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm));
+        if (ks > 1) k = xsmem ? gemv_kernel<W, true, 4, true, true> : gemv_kernel<W, true, 4, false, true>;
+        k<<<grid_for(rows, ks, resident_blocks(k, sm)), k_warps * 32, sm, s>>>(a, rows, ks);
     });
     TT_CUDA_LAUNCH_CHECK();
 }
@@ -235,9 +279,11 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
         const W *g = static_cast<const W*>(wg), *u = static_cast<const W*>(wu);
         const W *b1 = static_cast<const W*>(bg), *b2 = static_cast<const W*>(bu), *nw = static_cast<const W*>(norm_w);
         const bool vec = vectorizable(cols, sizeof(W), {wg, wu});
-        auto k = !vec ? gemv_gated_kernel<W, false, 4>
-                      : gemv_unroll() == 8 ? gemv_gated_kernel<W, true, 8> : gemv_gated_kernel<W, true, 4>;
-        k<<<grid_for(rows, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y);
+        auto k = !vec ? gemv_gated_kernel<W, false, 4, false>
+                      : gemv_unroll() == 8 ? gemv_gated_kernel<W, true, 8, false> : gemv_gated_kernel<W, true, 4, false>;
+        const int ks = kslices_for(rows, cols, sizeof(W), vec, resident_blocks(k, smem));
+        if (ks > 1) k = gemv_gated_kernel<W, true, 4, true>;
+        k<<<grid_for(rows, ks, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y, ks);
     });
     TT_CUDA_LAUNCH_CHECK();
 }

@@ -1,4 +1,4 @@
-// q/k post-processing after the prefill projections, one block per (token, head): biases,
+// q/k post-processing after the prefill projections, one warp per (token, head): biases,
 // Qwen3/Gemma per-head q/k RMSNorm, rotary embedding (rope.cuh), and the KV-cache write of k and v.
 // (Decode does the same inside its attention kernel, attention.cu.)
 #include "backends/cuda/kernels/dispatch.cuh"
@@ -7,23 +7,26 @@
 
 namespace tt::cuda {
 
+constexpr int k_heads_per_block = 4;  // one warp per (token, head)
+
 template <typename W, typename KV, typename QO>
 __global__ void rope_qkv_kernel(RopeArgs a) {
-    extern __shared__ float hv[];  // [head_dim]
-    __shared__ float scratch[32];
-    const int t = blockIdx.x, hh = blockIdx.y;
+    extern __shared__ float smem[];  // [k_heads_per_block][head_dim]
+    const int t = blockIdx.x, hh = blockIdx.y * k_heads_per_block + (threadIdx.x >> 5);
+    if (hh >= a.n_heads + a.n_kv_heads) return;
     const bool is_q = hh < a.n_heads;
     const int head = is_q ? hh : hh - a.n_heads;
-    const int hd = a.head_dim;
+    const int hd = a.head_dim, lane = threadIdx.x & 31;
+    float* hv = smem + (threadIdx.x >> 5) * hd;
     const int pos = (a.d_pos0 ? *a.d_pos0 : a.pos0) + t;
     float* src = is_q ? a.q + size_t(t) * a.q_stride + size_t(head) * hd : a.k + size_t(t) * a.k_stride + size_t(head) * hd;
     const W* bias = static_cast<const W*>(is_q ? a.bq : a.bk);
     prepare_head<W>(hv, src, bias ? bias + size_t(head) * hd : nullptr, static_cast<const W*>(is_q ? a.q_norm : a.k_norm),
-                    a.norm_offset, a.norm_eps, hd, a.inv_freq, a.rotary_dim, a.attention_factor, pos, scratch);
+                    a.norm_offset, a.norm_eps, hd, a.inv_freq, a.rotary_dim, a.attention_factor, pos);
     const int kv_dim = a.n_kv_heads * hd;
     if (is_q) {
         QO* qo = static_cast<QO*>(a.q_out);
-        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        for (int d = lane; d < hd; d += 32) {
             src[d] = hv[d];
             if (qo) qo[size_t(t) * a.n_heads * hd + size_t(head) * hd + d] = from_float<QO>(hv[d]);
         }
@@ -32,7 +35,7 @@ __global__ void rope_qkv_kernel(RopeArgs a) {
         KV* vc = static_cast<KV*>(a.v_cache) + size_t(pos) * kv_dim + size_t(head) * hd;
         const float* vsrc = a.v + size_t(t) * a.v_stride + size_t(head) * hd;
         const W* bv = static_cast<const W*>(a.bv);
-        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        for (int d = lane; d < hd; d += 32) {
             kc[d] = from_float<KV>(hv[d]);
             vc[d] = from_float<KV>(vsrc[d] + (bv ? to_float(bv[size_t(head) * hd + d]) : 0.0f));
         }
@@ -40,11 +43,12 @@ __global__ void rope_qkv_kernel(RopeArgs a) {
 }
 
 void rope_qkv(const RopeArgs& a, cudaStream_t s) {
-    const dim3 grid(unsigned(a.n), unsigned(a.n_heads + a.n_kv_heads));
-    const size_t smem = size_t(a.head_dim) * sizeof(float);
+    const int heads = a.n_heads + a.n_kv_heads;
+    const dim3 grid(unsigned(a.n), unsigned((heads + k_heads_per_block - 1) / k_heads_per_block));
+    const size_t smem = size_t(k_heads_per_block) * a.head_dim * sizeof(float);
     const DType qdt = a.q_out ? a.q_out_dt : DType::f32;
     TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, TT_DISPATCH_FLOAT(qdt, QO,
-        rope_qkv_kernel<W, KV, QO><<<grid, 128, smem, s>>>(a))));
+        rope_qkv_kernel<W, KV, QO><<<grid, 32 * k_heads_per_block, smem, s>>>(a))));
     TT_CUDA_LAUNCH_CHECK();
 }
 
