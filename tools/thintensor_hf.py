@@ -112,7 +112,9 @@ class TransformersEngine:
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise HelperError(EXIT_LOAD, f"--hf-device {device}: torch {torch.__version__} sees no CUDA device")
         try:
-            model = AutoModelForCausalLM.from_pretrained(req["model_dir"], dtype=dtype).to(device)
+            # Eager attention in float32 (as ../shared's f32 references were made), sdpa in bfloat16.
+            attn = "eager" if dtype == torch.float32 else "sdpa"
+            model = AutoModelForCausalLM.from_pretrained(req["model_dir"], dtype=dtype, attn_implementation=attn).to(device)
         except Exception as e:
             raise HelperError(EXIT_LOAD, f"{req['model_dir']}: transformers cannot load it: {type(e).__name__}: {e}")
         model.eval()
