@@ -43,10 +43,12 @@ struct Opts {
 // sampling flags, passed to the helper's generate mode, which streams text to our stdout.
 int run_transformers(const Opts& o, const std::string& model_dir, const std::string& arch, const std::string& prompt) {
     using namespace tt;
-    const std::string unsupported = fmt::format("{}: ThinTensor does not support the architecture '{}' (supported: {})", o.model.model,
-                                                arch, fmt::join(supported_architectures(), ", "));
+    // The converter's wording (model/hf_config.cpp), so that the error reads the same with --no-fallback.
+    const std::string unsupported = fmt::format("{}: unsupported architecture '{}' (supported: {})",
+                                                (std::filesystem::path(model_dir) / "config.json").string(), arch,
+                                                fmt::join(supported_architectures(), ", "));
     if (o.no_fallback) fail("{}; --no-fallback forbids running it through transformers", unsupported);
-    log::warn("{}", unsupported);
+    log::warn("{}: ThinTensor cannot run it", unsupported);
     log::warn("FALLING BACK to Hugging Face transformers: this run does not use ThinTensor's engine "
               "(slower; --no-fallback makes this an error)");
     std::vector<std::string> ignored;
