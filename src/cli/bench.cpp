@@ -221,6 +221,7 @@ int run(Opts o) {
         nlohmann::json j = {{"model", name},
                             {"archive", m.archive_path},
                             {"backend", m.backend->describe()},
+                            {"profile", o.model.profile},
                             {"params", n_params},
                             {"weight_bytes", weight_bytes},
                             {"dtype", dtype_name(m.archive->tensors().front().view.dtype)},
@@ -234,9 +235,9 @@ int run(Opts o) {
     }
     const std::string params_str = n_params >= 1000000000ull ? fmt::format("{:.2f} B", double(n_params) / 1e9)
                                                              : fmt::format("{:.2f} M", double(n_params) / 1e6);
-    fmt::print("model   {} ({}, {} params, {})\nbackend {}   load {:.2f} s   peak VRAM {}\n", name,
+    fmt::print("model   {} ({}, {} params, {})\nbackend {}   profile {}   load {:.2f} s   peak VRAM {}\n", name,
                format_bytes(double(weight_bytes)), params_str, dtype_name(m.archive->tensors().front().view.dtype),
-               m.backend->describe(), load_s, peak_vram > 0 ? format_bytes(peak_vram) : "-");
+               m.backend->describe(), o.model.profile, load_s, peak_vram > 0 ? format_bytes(peak_vram) : "-");
     fmt::print("| {:<12} | {:>16} | {:>9} | {:>16} | {:>14} | {:<34} |\n", "test", "tok/s", "ms/tok", "work", "achieved", "roofline");
     fmt::print("|{:-<14}|{:->18}|{:->11}|{:->18}|{:->16}|{:-<36}|\n", "", "", "", "", "", "");
     for (const auto& r : rows)

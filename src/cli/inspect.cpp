@@ -3,6 +3,7 @@
 #include "core/progress.h"
 #include "format/archive.h"
 #include "model/model_spec.h"
+#include "runtime/profile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,6 +47,8 @@ int run(const Opts& o) {
         for (const auto& f : a.files()) j["files"].push_back({{"name", f.name}, {"bytes", f.nbytes}});
         j["generation"] = meta.value("generation", nlohmann::json::object());
         j["provenance"] = meta.value("provenance", nlohmann::json::object());
+        j["profile"] = tt::profile_name(tt::Profile::balanced);
+        j["profiles"] = {"safe", "balanced"};
         if (o.tensors) j["tensors"] = meta["tensors"];
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -72,6 +75,8 @@ int run(const Opts& o) {
     fmt::print("mlp          gated {}{}\n", tt::activation_name(s.activation), s.mlp_bias ? " with biases" : "");
     fmt::print("embeddings   {}{}\n", s.tied_embeddings ? "tied to the output head" : "separate output head",
                s.embed_scale != 1.0f ? fmt::format("  scaled by {:g}", s.embed_scale) : "");
+    // note: the archive fixes no profile; run/bench/validate pick one with --profile.
+    fmt::print("profile      {} (default; --profile safe for f32 activations everywhere)\n", tt::profile_name(tt::Profile::balanced));
     fmt::print("tokens       bos {}  eos [{}]\n", s.bos_token_id, fmt::join(s.eos_token_ids, ", "));
     std::string files;
     for (const auto& f : a.files()) files += fmt::format(" {} ({})", f.name, tt::format_bytes(double(f.nbytes)));

@@ -2,6 +2,8 @@
 // With --chat the prompt is the user message of a one-turn conversation rendered through the
 // model's chat template (or --template), with an optional --system message, and generation stops
 // on the template's end-of-turn tokens as well as EOS.
+// A Hugging Face model whose architecture ThinTensor does not support is run through transformers
+// instead (the Python helper, tools/thintensor_hf.py), loudly; --no-fallback makes it an error.
 #include "cli/command.h"
 #include "cli/model_args.h"
 #include "core/error.h"
@@ -9,10 +11,16 @@
 #include "core/output_file.h"
 #include "runtime/chat_session.h"
 #include "runtime/generate.h"
+#include "runtime/hf_helper.h"
+#include "runtime/model_source.h"
+#include "model/hf_config.h"
+
+#include <fmt/ranges.h>
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 namespace {
@@ -27,7 +35,59 @@ struct Opts {
     bool chat = false;
     std::string system, template_path;
     std::vector<std::string> vars;
+    bool no_fallback = false;
+    bool context_set = false, threads_set = false, profile_set = false, budget_set = false;
 };
+
+// The transformers fallback for an architecture ThinTensor does not convert: the same prompt and
+// sampling flags, passed to the helper's generate mode, which streams text to our stdout.
+int run_transformers(const Opts& o, const std::string& model_dir, const std::string& arch, const std::string& prompt) {
+    using namespace tt;
+    // The converter's wording (model/hf_config.cpp), so that the error reads the same with --no-fallback.
+    const std::string unsupported = fmt::format("{}: unsupported architecture '{}' (supported: {})",
+                                                (std::filesystem::path(model_dir) / "config.json").string(), arch,
+                                                fmt::join(supported_architectures(), ", "));
+    if (o.no_fallback) fail("{}; --no-fallback forbids running it through transformers", unsupported);
+    log::warn("{}: ThinTensor cannot run it", unsupported);
+    log::warn("FALLING BACK to Hugging Face transformers: this run does not use ThinTensor's engine "
+              "(slower; --no-fallback makes this an error)");
+    std::vector<std::string> ignored;
+    if (!o.template_path.empty()) ignored.push_back("--template");
+    if (!o.vars.empty()) ignored.push_back("--var");
+    if (o.context_set) ignored.push_back("--context");
+    if (o.threads_set) ignored.push_back("--threads");
+    if (o.profile_set) ignored.push_back("--profile");
+    if (o.budget_set) ignored.push_back("--vram-budget/--ram-budget");
+    if (!ignored.empty()) log::warn("the transformers fallback ignores {}", fmt::join(ignored, ", "));
+
+    std::string device = o.model.device;
+    if (device.empty()) device = default_device() == "cpu" ? "cpu" : "cuda";
+    const auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    const auto& s = o.sampling;
+    nlohmann::json req = {{"mode", "generate"},
+                          {"model_dir", model_dir},
+                          {"device", device},
+                          {"dtype", device == "cpu" ? "float32" : "bfloat16"},
+                          {"prompt", prompt},
+                          {"max_tokens", o.max_tokens},
+                          {"chat", o.chat},
+                          {"system", o.system},
+                          {"no_bos", o.no_bos},
+                          {"stop", o.stop},
+                          {"sampling",
+                           {{"temperature", opt(s.temperature)},
+                            {"top_k", opt(s.top_k)},
+                            {"top_p", opt(s.top_p)},
+                            {"min_p", opt(s.min_p)},
+                            {"repeat_penalty", opt(s.repeat_penalty)},
+                            {"seed", opt(s.seed)}}}};
+    try {
+        run_hf_helper("generate", std::move(req), HelperOutput::inherit);
+    } catch (const Error& e) {
+        fail("{}, and the transformers fallback failed: {}", unsupported, e.what());
+    }
+    return 0;
+}
 
 // The prompt ids and the stop tokens of a one-turn chat: [system], user -> template -> tokens.
 std::vector<int32_t> chat_prompt(const Opts& o, const tt::cli::LoadedModel& m, const std::string& prompt,
@@ -60,7 +120,13 @@ int run(const Opts& o) {
         fail("--no-bos cannot be combined with --chat (the chat template decides the special tokens)");
     }
 
-    cli::LoadedModel m = cli::load_model(o.model, /*needed_context=*/0);
+    // An unsupported architecture never reaches the converter: the fallback decides first.
+    cli::ModelArgs margs = o.model;
+    margs.model = fetch_model(o.model.model);
+    if (const std::string arch = unsupported_architecture(margs.model); !arch.empty())
+        return run_transformers(o, std::filesystem::absolute(margs.model).lexically_normal().string(), arch, prompt);
+
+    cli::LoadedModel m = cli::load_model(margs, /*needed_context=*/0);
     std::vector<int32_t> stop_ids = m.eos_ids();
     std::vector<int32_t> ids = o.chat ? chat_prompt(o, m, prompt, stop_ids) : cli::encode_prompt(m, prompt, !o.no_bos);
     m.create_backend(o.model, int(ids.size()) + o.max_tokens);
@@ -100,5 +166,13 @@ static tt::cli::Registration reg("run", "Generate text from a prompt", 40, [](CL
                    "With --chat: the chat template to use instead of the model's (.jinja or tokenizer_config.json)");
     sub.add_option("--var", o->vars, "With --chat: extra template variable key=value (e.g. enable_thinking=false); repeatable")
         ->allow_extra_args(false);
-    return [o]() -> int { return run(*o); };
+    sub.add_flag("--no-fallback", o->no_fallback,
+                 "Fail on an architecture ThinTensor does not support instead of running it through transformers");
+    return [o, &sub]() -> int {
+        o->context_set = sub.count("--context") > 0;
+        o->threads_set = sub.count("--threads") > 0;
+        o->profile_set = sub.count("--profile") > 0;
+        o->budget_set = sub.count("--vram-budget") + sub.count("--ram-budget") > 0;
+        return run(*o);
+    };
 });

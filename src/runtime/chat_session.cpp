@@ -51,17 +51,19 @@ nlohmann::ordered_json default_template_vars(const Tokenizer& tok, const ChatTem
     return vars;
 }
 
+bool archive_has_chat_template(const Archive& archive) {
+    if (archive.file("chat_template.jinja")) return true;
+    if (auto cfg = archive.file("tokenizer_config.json")) {
+        const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+        return j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
+    }
+    return false;
+}
+
 ChatTemplate chat_template_for(const Archive& archive, const std::string& archive_path, const std::string& model_name,
                                const std::string& template_path) {
     if (!template_path.empty()) return ChatTemplate::load(template_path);
-    bool has_template = bool(archive.file("chat_template.jinja"));
-    if (!has_template) {
-        if (auto cfg = archive.file("tokenizer_config.json")) {
-            const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
-            has_template = j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
-        }
-    }
-    if (!has_template)
+    if (!archive_has_chat_template(archive))
         fail("{}: the model has no chat template (its tokenizer_config.json sets no chat_template); give one with "
              "--template FILE (a .jinja file or a tokenizer_config.json), or use `thintensor run` without --chat",
              model_name);

@@ -102,6 +102,9 @@ std::vector<int32_t> chat_stop_ids(const Tokenizer& tok, const ChatTemplate& cha
 // tokenizer when the template did not come with them (a bare .jinja file).
 nlohmann::ordered_json default_template_vars(const Tokenizer& tok, const ChatTemplate& chat_template);
 
+// Whether the archive carries a chat template (chat_template.jinja, or tokenizer_config.json's).
+bool archive_has_chat_template(const Archive& archive);
+
 // The chat template to talk to a model with: `template_path` when given (a .jinja file, a
 // tokenizer_config.json, a model directory or an archive, as ChatTemplate::load takes), else the
 // archive's own. A model without one (a base model such as TinyStories) is an error that names

@@ -360,7 +360,14 @@ print("THINTENSOR_DOCTOR " + json.dumps(r), flush=True)
 
 constexpr std::string_view k_marker = "THINTENSOR_DOCTOR ";
 
-// The file execvp would run for `name`, or "" when there is none.
+std::string last_line(std::string_view s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+    const size_t nl = s.rfind('\n');
+    return std::string(nl == std::string_view::npos ? s : s.substr(nl + 1));
+}
+
+}  // namespace
+
 std::string find_executable(const std::string& name) {
     if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
     const char* path = std::getenv("PATH");
@@ -376,14 +383,6 @@ std::string find_executable(const std::string& name) {
     }
     return "";
 }
-
-std::string last_line(std::string_view s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
-    const size_t nl = s.rfind('\n');
-    return std::string(nl == std::string_view::npos ? s : s.substr(nl + 1));
-}
-
-}  // namespace
 
 std::string default_python() {
     if (const char* p = std::getenv("THINTENSOR_PYTHON"); p && *p) return p;

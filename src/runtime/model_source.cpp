@@ -6,9 +6,13 @@
 #include "core/log.h"
 #include "format/archive.h"
 #include "hub/hub.h"
+#include "model/hf_config.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -29,8 +33,8 @@ static bool has_thin_magic(const fs::path& p) {
     return f.read(magic, 8) && std::memcmp(magic, k_thin_magic, 8) == 0;
 }
 
-// A key that changes when any file of the model directory changes (name, size, mtime).
-static std::string directory_key(const fs::path& dir) {
+std::string model_directory_key(const std::string& dir_arg) {
+    const fs::path dir(dir_arg);
     std::string desc = fs::absolute(dir).lexically_normal().string();
     std::vector<fs::directory_entry> entries(fs::directory_iterator(dir), fs::directory_iterator{});
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.path() < b.path(); });
@@ -42,13 +46,28 @@ static std::string directory_key(const fs::path& dir) {
     return hex64(xxh3_64(desc.data(), desc.size()));
 }
 
+std::string fetch_model(const std::string& model) {
+    if (!hub::looks_like_repo_id(model)) return model;
+    log::info("{} is not a local path: fetching it from the Hugging Face Hub ({})", model, hub::endpoint());
+    return hub::pull(model, hub::PullOptions{});
+}
+
+std::string unsupported_architecture(const std::string& path) {
+    const fs::path cfg = fs::path(path) / "config.json";
+    if (!fs::is_directory(path) || !fs::is_regular_file(cfg)) return "";
+    std::ifstream f(cfg);
+    const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
+        !j["architectures"][0].is_string())
+        return "";
+    const std::string arch = j["architectures"][0].get<std::string>();
+    const auto supported = supported_architectures();
+    return std::find(supported.begin(), supported.end(), arch) == supported.end() ? arch : "";
+}
+
 std::string resolve_model(const std::string& model_arg) {
-    std::string model = model_arg;
-    if (hub::looks_like_repo_id(model)) {
-        // ORG/NAME[:REV]: pull (or find complete in the cache), then convert the folder below.
-        log::info("{} is not a local path: fetching it from the Hugging Face Hub ({})", model, hub::endpoint());
-        model = hub::pull(model, hub::PullOptions{});
-    }
+    // ORG/NAME[:REV]: pull (or find complete in the cache), then convert the folder below.
+    const std::string model = fetch_model(model_arg);
     const fs::path p(model);
     if (fs::is_regular_file(p)) {
         if (!has_thin_magic(p)) fail("{}: not a .thin archive (convert a model directory with `thintensor convert`)", model);
@@ -59,7 +78,7 @@ std::string resolve_model(const std::string& model_arg) {
         const fs::path cache = fs::path(thintensor_home()) / "archives";
         fs::create_directories(cache);
         const std::string name = fs::absolute(p).lexically_normal().filename().string();
-        const fs::path out = cache / (name + "-" + directory_key(p) + ".thin");
+        const fs::path out = cache / (name + "-" + model_directory_key(p.string()) + ".thin");
         if (fs::exists(out)) {
             log::info("using cached archive {}", out.string());
             return out.string();

@@ -10,6 +10,19 @@ namespace tt {
 // $THINTENSOR_HOME, else $XDG_CACHE_HOME/thintensor, else ~/.cache/thintensor.
 std::string thintensor_home();
 
+// A key (16 hex digits) that changes when any file of the model directory changes: the absolute
+// path and each file's name, size and modification time.
+std::string model_directory_key(const std::string& dir);
+
+// MODEL as a local path: a Hub id ORG/NAME[:REV] is pulled (or found complete in the cache) first;
+// anything else is returned as is.
+std::string fetch_model(const std::string& model);
+
+// For a Hugging Face model directory whose config.json names an architecture ThinTensor does not
+// convert: that architecture ("Qwen3MoeForCausalLM"); "" otherwise (supported, or not a model
+// directory at all: resolve_model then says what is wrong).
+std::string unsupported_architecture(const std::string& path);
+
 // Returns the path of a .thin archive for `model`, converting (with progress, saying so) when needed.
 // Throws tt::Error when `model` is neither an archive nor a model directory.
 std::string resolve_model(const std::string& model);

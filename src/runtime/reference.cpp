@@ -40,4 +40,31 @@ ReferenceCase load_reference(const std::string& path, const std::string& key) {
     return r;
 }
 
+std::vector<ReferencePrompt> load_reference_set(const std::string& path, int n_prompts, const std::string& key) {
+    const SafetensorsFile f(path);
+    std::vector<ReferencePrompt> out(static_cast<size_t>(n_prompts));
+    for (int i = 0; i < n_prompts; ++i) {
+        const std::string pre = fmt::format("p{}.", i);
+        ReferencePrompt& r = out[size_t(i)];
+        r.input_ids = read_ids(f, pre + "input_ids");
+        const TensorView* l = f.find(pre + key);
+        if (!l) fail("{}: no '{}{}' tensor", path, pre, key);
+        const auto t = int64_t(r.input_ids.size());
+        if (l->dtype != DType::f32 || l->shape.size() != 2 || l->shape[0] < 1 || l->shape[0] > t)
+            fail("{}: '{}{}' must be float32 [1..{}, vocab], is {} {}", path, pre, key, t, dtype_name(l->dtype), shape_str(l->shape));
+        r.logits_offset = int(t - l->shape[0]);
+        r.vocab = int(l->shape[1]);
+        r.logits.resize(size_t(l->numel()));
+        std::memcpy(r.logits.data(), l->data, l->nbytes);
+        r.greedy_ids = read_ids(f, pre + "greedy_ids");
+        const TensorView& m = f.get(pre + "greedy_margins");
+        if (m.dtype != DType::f32 || m.shape.size() != 1 || m.shape[0] != int64_t(r.greedy_ids.size()))
+            fail("{}: '{}greedy_margins' must be float32 [{}], is {} {}", path, pre, r.greedy_ids.size(), dtype_name(m.dtype),
+                 shape_str(m.shape));
+        r.greedy_margins.resize(r.greedy_ids.size());
+        std::memcpy(r.greedy_margins.data(), m.data, m.nbytes);
+    }
+    return out;
+}
+
 }  // namespace tt

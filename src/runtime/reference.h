@@ -1,5 +1,8 @@
-// A reference-logits file (safetensors) as ../shared and `validate --hf-model` write them:
-// input_ids int64 [T], logits_f32 / logits_bf16 float32 [T, V], greedy_ids int64 [G] (optional).
+// Reference-logits files (safetensors). A single case, as ../shared writes them: input_ids int64
+// [T], logits_f32 / logits_bf16 float32 [T, V], greedy_ids int64 [G] (optional). A set of cases,
+// as `validate --hf-model`'s helper writes them: the same names prefixed "p0.", "p1.", ..., where
+// the logits may cover only the last L <= T positions and greedy_margins float32 [G] holds the
+// reference's top-1 minus top-2 logit at each greedy step.
 #pragma once
 
 #include "format/safetensors.h"
@@ -15,6 +18,19 @@ struct ReferenceCase {
     int vocab = 0;
     std::vector<int32_t> greedy_ids;  // empty when the file has none
 };
+
+struct ReferencePrompt {
+    std::vector<int32_t> input_ids;         // [T]
+    std::vector<float> logits;              // [T - logits_offset, vocab]: the last positions
+    int logits_offset = 0;                  // the position of the first logits row
+    int vocab = 0;
+    std::vector<int32_t> greedy_ids;        // greedy continuation of the whole prompt
+    std::vector<float> greedy_margins;      // [greedy_ids.size()]
+};
+
+// Reads prompts p0 .. p{n_prompts-1} with logits tensor `logits_key` (logits_f32 / logits_bf16).
+// Throws tt::Error naming the file and the missing/misshapen tensor.
+std::vector<ReferencePrompt> load_reference_set(const std::string& path, int n_prompts, const std::string& logits_key);
 
 // Throws tt::Error naming the file and the missing/misshapen tensor.
 ReferenceCase load_reference(const std::string& path, const std::string& logits_key);

@@ -1,0 +1,41 @@
+#include "runtime/parity.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tt {
+
+ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bool reference_f32) {
+    ParityThresholds t;
+    t.max_abs_diff = INFINITY;  // logit scales differ between models; cosine and KL are scale-aware
+    if (archive_f32 && reference_f32) {
+        t.min_cosine = profile == Profile::safe ? 0.99999 : 0.9999;
+        t.max_mean_kl = profile == Profile::safe ? 1e-4 : 1e-3;
+    } else {
+        t.min_cosine = 0.999;
+        t.max_mean_kl = 1e-2;
+    }
+    return t;
+}
+
+GreedyCheck check_greedy(std::span<const int32_t> ours, std::span<const int32_t> ref, std::span<const float> ref_margins,
+                         double tie_tolerance) {
+    TT_ASSERT(ref_margins.size() == ref.size());
+    GreedyCheck g;
+    g.total = int(ref.size());
+    const size_t n = std::min(ours.size(), ref.size());
+    while (size_t(g.matched) < n && ours[size_t(g.matched)] == ref[size_t(g.matched)]) ++g.matched;
+    if (g.matched == g.total) return g;
+    if (size_t(g.matched) == ours.size()) {  // ours is shorter: nothing to judge the rest by
+        g.pass = false;
+        return g;
+    }
+    g.gap = ref_margins[size_t(g.matched)];
+    g.near_tie = g.gap <= tie_tolerance;
+    g.pass = g.near_tie;
+    return g;
+}
+
+}  // namespace tt

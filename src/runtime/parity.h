@@ -1,0 +1,42 @@
+// What "passes" means for `validate --hf-model`: default bounds per profile and per precision of
+// the two sides, and the greedy-continuation rule. docs/VALIDATION.md explains the numbers.
+#pragma once
+
+#include "runtime/profile.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace tt {
+
+struct ParityThresholds {
+    double min_cosine = 0;    // every compared position at least this (cosine of the logit vectors)
+    double max_mean_kl = 0;   // mean KL(reference || ours) per prompt at most this (nats)
+    double max_abs_diff = 0;  // max |delta logit| at most this; infinity = not checked
+    bool greedy = true;       // the greedy continuation must follow the reference (see check_greedy)
+};
+
+// archive_f32: every tensor of the archive is float32; reference_f32: transformers ran in float32.
+// Both f32: safe 0.99999 / 1e-4, balanced 0.9999 / 1e-3 (min cosine / mean KL). Anything in bf16
+// on either side: 0.999 / 1e-2, for both profiles: the bf16 rounding of the weights or of the
+// reference's own activations, not ThinTensor's arithmetic, then dominates (the ../shared fixtures'
+// bf16 logits are at cosine 0.9998 from their f32 ones).
+ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bool reference_f32);
+
+struct GreedyCheck {
+    int matched = 0;          // leading tokens equal to the reference's
+    int total = 0;            // reference tokens
+    bool near_tie = false;    // diverged where the reference's top-2 gap was within the tolerance
+    double gap = 0;           // the reference's top-1 minus top-2 logit at the divergence
+    bool pass = true;
+};
+
+// ThinTensor's greedy continuation against the reference's. Both take the argmax at every step, so
+// they agree until the two disagree on the best token; the first divergence is accepted only where
+// the reference's own top-2 gap (ref_margins) is at most `tie_tolerance` (a near-tie that the
+// observed logit error can flip); from there on the contexts differ and nothing more is compared.
+GreedyCheck check_greedy(std::span<const int32_t> ours, std::span<const int32_t> ref, std::span<const float> ref_margins,
+                         double tie_tolerance);
+
+}  // namespace tt
