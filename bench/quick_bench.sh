@@ -19,4 +19,8 @@ for shape in "${shapes[@]}"; do
   $TT -q validate "$work/$shape.thin" --reference "$work/$shape/reference.safetensors" --key logits_f32 --device cuda --min-cosine 0.998 --no-greedy | tail -1
   echo "== $shape"
   $TT -q bench "$work/$shape.thin" --device cuda --prompt-lengths 2048 --gen-tokens 128 --reps 2 | tail -3
+  # A/B knobs of the decode kernels (docs/BENCHMARKS.md): tg128 only.
+  for knob in TT_GEMV_UNROLL=8; do
+    echo "$knob: $(env $knob $TT -q bench "$work/$shape.thin" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 2 | grep tg128)"
+  done
 done 2>&1 | tee "$OUT/quick_bench.log"

@@ -295,8 +295,6 @@ void CudaBackend::decode_step() {
         at.rope_fused = true;
         at.rope = rope_args(L, sliding, q_.as<float>(), k_.as<float>(), v_.as<float>(), 1);
         at.rope.d_pos0 = d_io + 1;
-        at.prefetch = L.wo;
-        at.prefetch_bytes = size_t(H) * size_t(s.q_dim()) * dtype_size(wdt_);
         decode_attention(at, stream_);
 
         add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());

@@ -9,8 +9,6 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/rope.cuh"
 
-#include <cstdlib>
-
 namespace tt::cuda {
 
 namespace {
@@ -41,15 +39,6 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     float* s_q = smem;                  // [group][hd]
     float* s_p = smem + group * hd;     // [group][max_chunk]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    // Hint the next weights (the output projection) into L2: at short contexts this kernel is a
-    // chain of latencies that leaves DRAM idle, so the GEMV that follows then reads from L2.
-    if (a.prefetch_bytes > 0) {
-        const size_t lines = (a.prefetch_bytes + 127) / 128, n_blocks = size_t(gridDim.x) * gridDim.y;
-        const size_t per = (lines + n_blocks - 1) / n_blocks, b = size_t(blockIdx.y) * gridDim.x + blockIdx.x;
-        const char* base = static_cast<const char*>(a.prefetch);
-        for (size_t l = b * per + threadIdx.x; l < min(lines, (b + 1) * per); l += blockDim.x)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(base + l * 128));
-    }
     if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
     {
         if constexpr (ROPE) {
@@ -246,14 +235,10 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits));
     const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
-    // TT_NO_L2_PREFETCH=1 turns the L2 hint off, for the A/B in docs/BENCHMARKS.md.
-    static const bool no_prefetch = std::getenv("TT_NO_L2_PREFETCH") != nullptr;
-    DecodeAttnArgs args = a;
-    if (no_prefetch) args.prefetch_bytes = 0;
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = a.rope_fused ? decode_attn_kernel<W, KV, true> : decode_attn_kernel<W, KV, false>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        k<<<grid, k_attn_threads, smem, s>>>(args, max_chunk);
+        k<<<grid, k_attn_threads, smem, s>>>(a, max_chunk);
     }));
     TT_CUDA_LAUNCH_CHECK();
 }

@@ -100,8 +100,6 @@ struct DecodeAttnArgs {
     float scale, softcap;
     bool rope_fused;
     RopeArgs rope;             // when rope_fused
-    const void* prefetch;      // optional: bytes hinted into L2 for the kernel that follows
-    size_t prefetch_bytes;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 int decode_attention_splits(int n_kv_heads, int n_sms);
