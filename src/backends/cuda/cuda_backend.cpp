@@ -210,7 +210,10 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
     // (resident, or its slot + its offset in the block, so alignment and adjacency are kept).
     bool can_register = true;
     for (;;) {
-        plan_ = make_plan(device_plan_input(a, spec_, opt, device_, n_ctx_, can_register));
+        // Measured link speeds matter only for a plan that streams: measure (about a second) only then.
+        plan_ = make_plan(device_plan_input(a, spec_, opt, device_, n_ctx_, can_register, false));
+        if ((plan_.streaming() || plan_.embed_host_mapped) && bandwidths_assumed(plan_.bw))
+            plan_ = make_plan(device_plan_input(a, spec_, opt, device_, n_ctx_, can_register, true));
         for (const auto& msg : plan_.warnings) log::warn("{}", msg);
         log::info("{}", plan_.summary());
         try {

@@ -10,7 +10,7 @@
 
 namespace tt::cuda {
 
-Bandwidths device_bandwidths(int device) {
+Bandwidths device_bandwidths(int device, bool measure) {
     Bandwidths bw;
     const auto devices = list_devices();
     TT_ASSERT(device >= 0 && device < int(devices.size()));
@@ -21,15 +21,19 @@ Bandwidths device_bandwidths(int device) {
         bw.device_gbs = g->d2d_gbs;
         bw.gemm_tflops = g->gemm_bf16_tflops;
         bw.source = fmt::format("doctor.json of {}; disk and host copy assumed", record->date);
-    } else {
+    } else if (measure) {
         // A quick measurement beats a guess: about a second, and the prediction depends on it.
         bw.h2d_pinned_gbs = measure_h2d_gbs(device, true, size_t(256) << 20);
         bw.device_gbs = measure_d2d_gbs(device, size_t(512) << 20);
         bw.gemm_tflops = measure_gemm_tflops(device, 4096);
         bw.source = "measured now (no doctor.json record of this GPU: `thintensor doctor` stores one); disk and host copy assumed";
+    } else {
+        bw.source = "assumed defaults (no doctor.json record of this GPU: `thintensor doctor` stores one)";
     }
     return bw;
 }
+
+bool bandwidths_assumed(const Bandwidths& bw) { return bw.source.rfind("assumed", 0) == 0; }
 
 bool can_register_read_only(int device) {
     int v = 0;
@@ -41,7 +45,7 @@ bool can_register_read_only(int device) {
 }
 
 PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const BackendOptions& opt, int device, int context,
-                            bool can_register) {
+                            bool can_register, bool measure) {
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
     in.profile = opt.profile;
@@ -54,7 +58,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     in.device_total = total_b;
     in.ram_available = host_available_ram();
     in.can_register = can_register && can_register_read_only(device);
-    in.bw = device_bandwidths(device);
+    in.bw = device_bandwidths(device, measure);
     return in;
 }
 

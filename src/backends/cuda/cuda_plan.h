@@ -9,13 +9,16 @@
 namespace tt::cuda {
 
 // Bandwidths of CUDA device `device`: doctor.json's record when it names this GPU, else measured
-// now (h2d pinned, device copy, bf16 GEMM). Disk and host-copy speeds are assumed (see plan.h).
-Bandwidths device_bandwidths(int device);
+// now (h2d pinned, device copy, bf16 GEMM; about a second) when `measure`, else plan.h's assumed
+// defaults. Disk and host-copy speeds are always assumed (see plan.h).
+Bandwidths device_bandwidths(int device, bool measure);
+// True when `bw` came from neither doctor.json nor a measurement.
+bool bandwidths_assumed(const Bandwidths& bw);
 
 // The plan input for `archive` on CUDA device `device` with `context` KV positions and the budgets
 // of `opt`; `can_register`: whether the archive's mapping can be registered with the driver.
 PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const BackendOptions& opt, int device, int context,
-                            bool can_register);
+                            bool can_register, bool measure);
 
 // Whether this device can register read-only host memory (cudaHostRegisterReadOnly).
 bool can_register_read_only(int device);
