@@ -168,7 +168,7 @@ Plan make_plan(const PlanInput& in) {
         {fmt::format("prefill workspace ({}-token chunks)", p.prefill_chunk), workspace},
         {"decode activations", acts},
         {"cuBLAS workspace", k_cublas_workspace},
-        {"allocator slack, graph, events", k_alloc_slack},
+        {"allocator slack (graph, events)", k_alloc_slack},
     };
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
@@ -333,7 +333,7 @@ Plan make_plan(const PlanInput& in) {
             copy_s += double(b.bytes) / (in.bw.host_copy_gbs * 1e9);
         }
     }
-    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev;
+    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev + s.n_layers * k_decode_layer_overhead_s;
     p.decode_copy_s = copy_s;
     // After the last streamed block lands, the kernels from it to the end of the pass still run
     // with the copy engine idle (the next token's copies start at its graph launch).
@@ -344,7 +344,10 @@ Plan make_plan(const PlanInput& in) {
         pass.push_back(output);
         if (tied) pass.push_back(embed);
         const auto last = std::find(pass.begin(), pass.end(), p.stream_order.back());
-        for (auto it = last; it != pass.end(); ++it) tail_s += double(in.blocks[size_t(*it)].decode_read) / eff_dev;
+        for (auto it = last; it != pass.end(); ++it) {
+            tail_s += double(in.blocks[size_t(*it)].decode_read) / eff_dev;
+            if (in.blocks[size_t(*it)].layer >= 0) tail_s += k_decode_layer_overhead_s;
+        }
     }
     const double token_s = std::max(p.decode_compute_s, copy_s + tail_s);
     p.decode_tps = token_s > 0 ? 1.0 / token_s : 0;

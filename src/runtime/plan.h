@@ -73,12 +73,14 @@ inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator
 inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
 inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
 inline constexpr int k_prefill_chunk = 2048;                        // prompts are run in chunks of this many tokens
-// Calibration (docs/BENCHMARKS.md, H200, Llama-3-8B shape, bf16): decode reads 14.99 GB/token at
-// 177.4 tok/s against a measured 4204 GB/s device copy = 63% of it; prefill of 2,048 tokens runs the
-// GEMMs at 56% of the measured bf16 peak.
-inline constexpr double k_decode_efficiency = 0.63;
+// Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16): the Llama-3-8B shape
+// reads 14.99 GB/token at 177.4 tok/s against a 4204 GB/s device copy, the Qwen3-0.6B shape
+// 1.20 GB/token at 763.5 tok/s against 4160 GB/s. Kernel time per token = bytes / (copy bandwidth
+// x efficiency) + layers x per-layer launch cost fits both with 0.78 and 33.6 us. Prefill of 2,048
+// tokens runs the GEMMs at 56% of the measured bf16 peak.
+inline constexpr double k_decode_efficiency = 0.78;
+inline constexpr double k_decode_layer_overhead_s = 33.6e-6;
 inline constexpr double k_prefill_efficiency = 0.55;
-inline constexpr double k_decode_overhead_s = 0.2e-3;  // per token: graph launch, sync, host sampling
 
 struct MemLine {
     std::string what;

@@ -146,7 +146,9 @@ TEST(Streaming, BitIdenticalToResident) {
             SCOPED_TRACE(path + ", " + name);
             auto streamed = make_backend(a, opt);
             const StreamStats st = streamed->stream_stats();
-            if (name.rfind("minimum", 0) == 0) EXPECT_TRUE(st.streaming) << st.plan;
+            if (name.rfind("minimum", 0) == 0) {
+                EXPECT_TRUE(st.streaming) << st.plan;
+            }
             const Trace got = run_script(*streamed, spec, context);
             expect_identical(want, got, path + ", " + name + " (" + st.plan + ")");
             if (st.streaming) {
