@@ -1,6 +1,7 @@
 // thintensor validate MODEL --reference FILE.safetensors: runs the model on the reference prompt and
 // compares full-sequence logits (cosine, max |delta|, top-1/5, KL) and greedy continuation.
 #include "cli/command.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "format/archive.h"
@@ -20,6 +21,7 @@ namespace {
 
 struct Opts {
     std::string model, reference, key = "logits_f32", device;
+    std::string vram_budget, ram_budget;  // weight streaming (docs/STREAMING.md); "" = automatic
     double min_cosine = -1, max_abs_diff = -1;
     int greedy_prefix = 8;
     bool no_greedy = false, json = false;
@@ -41,6 +43,10 @@ int run(const Opts& o) {
     bo.device = o.device.empty() ? default_device() : o.device;
     const int n = int(ref.input_ids.size());
     bo.context = std::max(n, o.greedy_prefix + int(ref.greedy_ids.size()));
+    if (!o.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.vram_budget, "--vram-budget");
+    if (!o.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.ram_budget, "--ram-budget");
+    if (bo.device == "cpu" && (bo.vram_budget || bo.ram_budget))
+        log::warn("--vram-budget/--ram-budget do not apply to the CPU backend (it reads the weights in place); ignored");
     auto backend = make_backend(archive, bo);
     log::info("validating {} on {} against {} ({})", o.model, backend->describe(), o.reference, o.key);
     const auto vocab = int(archive.metadata()["spec"]["vocab_size"].get<int>());
@@ -120,6 +126,8 @@ static tt::cli::Registration reg(
         sub.add_option("--reference", o->reference, "Reference safetensors: input_ids, logits, greedy_ids")->required();
         sub.add_option("--key", o->key, "Reference logits tensor")->capture_default_str();
         sub.add_option("--device", o->device, "cpu, cuda or cuda:N (default: cuda when available)");
+        sub.add_option("--vram-budget", o->vram_budget, "GPU memory the model may use, e.g. 8GiB; layers beyond it are streamed");
+        sub.add_option("--ram-budget", o->ram_budget, "Host memory for streamed weights (default: free RAM)");
         sub.add_option("--min-cosine", o->min_cosine, "Fail below this minimum cosine (default 0.99999 for f32, else 0.999)");
         sub.add_option("--max-abs-diff", o->max_abs_diff, "Fail above this max |delta logit| (default 1e-3 for f32)");
         sub.add_option("--greedy-prefix", o->greedy_prefix, "Greedy generation starts from input_ids[:N]")->capture_default_str();
