@@ -1,11 +1,15 @@
 // thintensor bench MODEL: prefill (ppN) and decode (tgN, optionally at a context depth) speed in
 // the spirit of llama-bench, each figure beside its roofline: decode as bytes read per token over
-// the measured device-copy bandwidth, prefill as FLOPs over the measured bf16 GEMM rate.
+// the measured device-copy bandwidth, prefill as FLOPs over the measured bf16 GEMM rate. When the
+// backend streams layers (--vram-budget below the model), decode is also set against the PCIe
+// bound (host-to-device pinned bandwidth measured in the same run / bytes streamed per token), with
+// the overlap of copies and kernels (docs/STREAMING.md defines it).
 #include "cli/command.h"
 #include "cli/model_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "runtime/plan.h"
 #include "runtime/sampler.h"
 
 #ifdef THINTENSOR_HAVE_CUDA
@@ -138,18 +142,12 @@ int run(Opts o) {
         return b;
     };
     const uint64_t n_params = s.n_params();
-    const uint64_t matmul_params = n_params - uint64_t(s.vocab_size) * uint64_t(s.hidden_dim) * (s.tied_embeddings ? 0 : 1);
-    auto prefill_flops = [&](int n) {
-        double f = 2.0 * double(matmul_params - uint64_t(s.vocab_size) * uint64_t(s.hidden_dim)) * n;
-        f += 2.0 * double(s.vocab_size) * s.hidden_dim;  // logits of the last token only
-        for (int il = 0; il < s.n_layers; ++il) {
-            double vis = 0;  // sum over queries of visible keys
-            const int w = s.layer_attn[size_t(il)] == AttnKind::sliding ? s.sliding_window : 0;
-            for (int i = 0; i < n; ++i) vis += w > 0 ? std::min(i + 1, w) : i + 1;
-            f += 4.0 * s.q_dim() * vis;  // QK^T and PV
-        }
-        return f;
-    };
+    // Streaming: the PCIe ceiling, measured now like the others.
+    const StreamStats st0 = m.backend->stream_stats();
+    double h2d = 0;
+#ifdef THINTENSOR_HAVE_CUDA
+    if (st0.streaming) h2d = cuda::measure_h2d_gbs(device.size() > 5 ? std::stoi(device.substr(5)) : 0, true);
+#endif
 
     std::mt19937 rng(42);
     std::uniform_int_distribution<int32_t> tok(0, s.vocab_size - 1);
@@ -160,6 +158,7 @@ int run(Opts o) {
     };
 
     nlohmann::json results = nlohmann::json::array();
+    std::vector<std::string> stream_lines;
     struct Row { std::string test; Stat tps; double ms; std::string work, achieved, roof; };
     std::vector<Row> rows;
     SamplerConfig greedy_cfg;
@@ -181,11 +180,12 @@ int run(Opts o) {
         }
         free_min = std::min(free_min, free_vram(device));
         const Stat st = stats(tps);
-        const double flops = prefill_flops(n), tflops = flops * st.mean / n / 1e12;
+        const double flops = prefill_flops(s, n), tflops = flops * st.mean / n / 1e12;
         rows.push_back({fmt::format("pp{}", n), st, 1e3 / st.mean, fmt::format("{:.2f} TFLOP", flops / 1e12),
                         fmt::format("{:.1f} TFLOP/s", tflops), peak > 0 ? fmt::format("{:.1f}% of {:.0f} TFLOP/s", 100 * tflops / peak, peak) : "-"});
         results.push_back({{"test", rows.back().test}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"flops", flops},
                            {"tflops", tflops}, {"peak_tflops", peak}, {"ttft_ms", 1e3 * stats(ttft).mean}});
+        if (st0.streaming) results.back()["streamed_bytes_per_chunk"] = st0.bytes_per_pass;
     }
     for (int depth : depths) {
         std::vector<double> tps;
@@ -213,6 +213,24 @@ int run(Opts o) {
                         bw > 0 ? fmt::format("{:.1f}% of {:.0f} GB/s ({:.0f} tok/s)", 100 * gbs / bw, bw, bw * 1e9 / bytes_per_token) : "-"});
         results.push_back({{"test", name}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"bytes_per_token", bytes_per_token},
                            {"gbs", gbs}, {"roofline_gbs", bw}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / bytes_per_token : 0.0}});
+        if (st0.streaming) {
+            // overlap: the share of the shorter activity (copies or kernels) that ran under the
+            // longer one; 1 = wall time is the longer of the two, 0 = they ran one after the other.
+            const double wall = 1.0 / st.mean, copy = st0.copy_s_per_pass;
+            const double kernels = m.backend->measure_decode_without_copies(8);
+            const double overlap = kernels > 0 && copy > 0 ? std::clamp((copy + kernels - wall) / std::min(copy, kernels), 0.0, 1.0) : 0.0;
+            const double bpt = double(st0.bytes_per_pass), pcie = bpt * st.mean / 1e9, bound = h2d > 0 ? h2d * 1e9 / bpt : 0;
+            results.back().update({{"streamed_bytes_per_token", bpt}, {"pcie_gbs", pcie}, {"h2d_pinned_gbs", h2d},
+                                   {"pcie_bound_tokens_per_s", bound}, {"pcie_bound_fraction", bound > 0 ? st.mean / bound : 0.0},
+                                   {"copy_ms_per_token", copy * 1e3}, {"kernels_ms_per_token", kernels * 1e3},
+                                   {"wall_ms_per_token", wall * 1e3}, {"overlap", overlap},
+                                   {"predicted_tokens_per_s", st0.predicted_tokens_per_s}});
+            stream_lines.push_back(fmt::format(
+                "{}: streamed {}/token, PCIe {:.1f} GB/s achieved of {:.1f} (h2d pinned, measured now) = {:.1f}% of the PCIe bound "
+                "({:.2f} tok/s); per token: copies {:.1f} ms, kernels {:.1f} ms, wall {:.1f} ms, overlap {:.0f}%; planner predicted {:.2f} tok/s",
+                name, format_bytes(bpt), pcie, h2d, bound > 0 ? 100 * st.mean / bound : 0.0, bound, copy * 1e3, kernels * 1e3, wall * 1e3,
+                100 * overlap, st0.predicted_tokens_per_s));
+        }
     }
 
     const double peak_vram = free_before > free_min ? double(free_before - free_min) : 0.0;
@@ -229,7 +247,13 @@ int run(Opts o) {
                             {"peak_vram_bytes", peak_vram},
                             {"device_copy_gbs", bw},
                             {"gemm_tflops", peak},
+                            {"plan", st0.plan},
+                            {"streaming", st0.streaming},
                             {"results", results}};
+        if (st0.streaming)
+            j["stream"] = {{"bytes_per_token", st0.bytes_per_pass}, {"copy_ms_per_token", st0.copy_s_per_pass * 1e3},
+                           {"h2d_pinned_gbs", h2d}, {"predicted_tokens_per_s", st0.predicted_tokens_per_s},
+                           {"bytes_streamed", m.backend->stream_stats().bytes_streamed}};
         fmt::print("{}\n", j.dump(2));
         return 0;
     }
@@ -243,6 +267,8 @@ int run(Opts o) {
     for (const auto& r : rows)
         fmt::print("| {:<12} | {:>9.1f} ± {:<5.1f}| {:>9.3f} | {:>16} | {:>14} | {:<34} |\n", r.test, r.tps.mean, r.tps.sd, r.ms,
                    r.work, r.achieved, r.roof);
+    if (!st0.plan.empty()) fmt::print("{}\n", st0.plan);
+    for (const auto& l : stream_lines) fmt::print("{}\n", l);
     return 0;
 }
 

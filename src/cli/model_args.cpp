@@ -55,6 +55,11 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     bo.profile = parse_profile(a.profile);
     if (!a.vram_budget.empty()) bo.vram_budget = parse_byte_size(a.vram_budget, "--vram-budget");
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
+    // The CUDA backend plans with these budgets and prints its plan; the CPU backend has no VRAM to
+    // budget and reads the weights from the mapping in place.
+    if (bo.device == "cpu" && (!a.vram_budget.empty() || !a.ram_budget.empty()))
+        log::warn("{} does not apply to the CPU backend (it reads the weights in place from the mapped archive); ignored",
+                  !a.vram_budget.empty() ? "--vram-budget" : "--ram-budget");
     const auto t0 = std::chrono::steady_clock::now();
     backend = make_backend(*archive, bo);
     log::debug("backend {} ready in {:.3f} s", backend->describe(),

@@ -16,6 +16,17 @@ namespace tt {
 class Archive;
 class Sampler;
 
+// Weight streaming figures of a backend that streams layers over PCIe (docs/STREAMING.md).
+struct StreamStats {
+    bool streaming = false;
+    std::string plan;              // the plan's one-line summary ("plan: 12 of 32 layers resident, ...")
+    uint64_t bytes_per_pass = 0;   // bytes copied host -> device per decode token (and per prefill chunk)
+    uint64_t passes = 0;           // decode tokens + prefill chunks run since load
+    uint64_t bytes_streamed = 0;   // total copied since load
+    double copy_s_per_pass = 0;    // one pass of copies alone, timed at load: the copy engine's busy time per token
+    double predicted_tokens_per_s = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -38,6 +49,13 @@ public:
     // context so far, for the repetition penalty). The default samples forward()'s logits on the
     // host; a GPU backend overrides it so that only the chosen id crosses to the host.
     virtual int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history);
+
+    // Streaming figures; the default (CPU) streams nothing.
+    virtual StreamStats stream_stats() const { return {}; }
+    // Seconds per decode step with the weight copies left out (kernels only, reading whatever the
+    // ring holds), the mean of n steps: bench's overlap figure. The cache and n_past are unchanged.
+    // 0 when the backend streams nothing.
+    virtual double measure_decode_without_copies(int n) { return 0; }
 };
 
 struct BackendOptions {

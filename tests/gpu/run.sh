@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check, for the GPU machine (one device call): kernel tests against the CPU
-# reference, then end-to-end parity of the CUDA backend on every fixture, then the golden texts on
-# CPU and GPU. Binaries and data come from .carry/ (see tests/gpu/stage.sh, run here first).
+# reference, then end-to-end parity of the CUDA backend on every fixture, weight streaming against
+# the resident run (byte-identical logits), then the golden texts on CPU and GPU. Binaries and data come from .carry/ (see tests/gpu/stage.sh, run here first).
 # Results go to $OUT (or ./gpu-out). Exit status: non-zero when any check failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,6 +36,14 @@ check "tinystories f32 (cuda)" $TT -q validate "$work/ts.thin" --reference "$ts/
 s260=$S/models/stories260K/hf
 $TT -q convert "$s260" -o "$work/s260.thin" --dtype f32 --tokenizer $S/models/stories260K/tok512.bin
 check "stories260K f32 (cuda)" $TT -q validate "$work/s260.thin" --reference "$s260/reference.safetensors" --device cuda --min-cosine 0.9999
+
+echo "== weight streaming: streamed logits byte-identical to resident (every fixture, f32 and bf16)"
+check "streamed == resident (fixtures)" env TT_STREAM_ARCHIVES="$(ls "$work"/*.thin | tr '\n' ' ')" $C/bin/gpu_tests --gtest_filter='Streaming.*'
+grep "^identical:" "$OUT/checks.log" | tail -n 3
+$TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --device cuda --vram-budget 1 >/dev/null 2>"$work/small.err"
+check "too-small --vram-budget names the minimum" grep -q "below the minimum working set of" "$work/small.err"
+$TT run "$work/ts.thin" --temperature 0 --max-tokens 8 --device cuda --vram-budget 100TiB >/dev/null 2>"$work/big.err"
+check "--vram-budget above the GPU is clamped with a warning" grep -q "warning: --vram-budget .* is more than the GPU's" "$work/big.err"
 
 echo "== golden texts, cpu vs cuda"
 for a in ts s260; do

@@ -13,14 +13,17 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/weight_stream.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "format/archive.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
+#include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
 
@@ -31,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace tt::cuda {
@@ -88,16 +92,22 @@ public:
     }
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
+    StreamStats stream_stats() const override { return ws_->stats(); }
+    double measure_decode_without_copies(int n) override;
 
 private:
-    void upload(const Archive& a, const ModelWeights& w);
+    void upload(const Archive& a, const ModelWeights& w, const BackendOptions& opt);
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
+    cudaGraphExec_t capture_decode_graph();
     void run_decode_graph();
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
     // Safe profile: every token through the decode step (f32 activations end to end).
     void prefill_by_decode(std::span<const int32_t> tokens, bool all_logits);
+    // The prompt in chunks of plan_.prefill_chunk tokens (by prefill(), or prefill_by_decode() in
+    // the safe profile); with all_logits, into host_logits_.
+    void prefill_chunked(std::span<const int32_t> tokens, bool all_logits);
     // The q/k/v post-processing arguments of layer L for n tokens (rows contiguous, q_dim and
     // kv_dim floats apart); positions, strides and the q output are the caller's to adjust.
     RopeArgs rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const;
@@ -113,7 +123,8 @@ private:
     float embed_scale_ = 1.0f;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
-    DeviceBuffer weights_;
+    Plan plan_;                         // where each block lives (src/runtime/plan.h)
+    std::unique_ptr<WeightStream> ws_;  // resident weights and the streaming ring
     std::map<const TensorView*, const void*> dev_ptr_;
     const void *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
     std::vector<DevLayer> layers_;
@@ -125,6 +136,7 @@ private:
     int n_splits_ = 1;
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
+    cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
     // Prefill workspace, grown on demand.
     int prefill_cap_ = 0, keys_cap_ = 0;
     DeviceBuffer px_, ph_, pqkv_, pqb_;
@@ -161,7 +173,7 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
-    upload(a, w);
+    upload(a, w, opt);
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -194,54 +206,39 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
 }
 
 CudaBackend::~CudaBackend() {
+    ws_.reset();  // before the compute stream it orders its copies against
     if (graph_) cudaGraphExecDestroy(graph_);
+    if (graph_no_copies_) cudaGraphExecDestroy(graph_no_copies_);
     if (host_io_) cudaFreeHost(host_io_);
     if (cublas_) cublasDestroy(cublas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
 
-void CudaBackend::upload(const Archive& a, const ModelWeights& w) {
-    // One allocation for all weights, each tensor at its archive offset relative to the first
-    // tensor (so blocks stay contiguous, as in the file); copied in large pieces through two
-    // pinned staging buffers so that reading the mapping and the PCIe copy overlap.
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (const auto& t : a.tensors()) {
-        lo = std::min(lo, t.offset);
-        hi = std::max(hi, t.offset + t.view.nbytes);
+void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendOptions& opt) {
+    // The fit planner decides which blocks are resident and which stream through a ring of VRAM
+    // slots; the WeightStream uploads the former and gives every tensor a fixed device address
+    // (resident, or its slot + its offset in the block, so alignment and adjacency are kept).
+    bool can_register = true;
+    for (;;) {
+        // Measured link speeds matter only for a plan that streams: measure (about a second) only then.
+        plan_ = make_plan(device_plan_input(a, spec_, opt, device_, n_ctx_, can_register, false));
+        if ((plan_.streaming() || plan_.embed_host_mapped) && bandwidths_assumed(plan_.bw))
+            plan_ = make_plan(device_plan_input(a, spec_, opt, device_, n_ctx_, can_register, true));
+        for (const auto& msg : plan_.warnings) log::warn("{}", msg);
+        log::info("{}", plan_.summary());
+        try {
+            ws_ = std::make_unique<WeightStream>(a, plan_, stream_);
+            break;
+        } catch (const WeightStream::RegistrationRefused& e) {
+            TT_ASSERT(can_register);  // nothing is registered once it is off
+            log::warn("cannot register the archive's mapping with the driver ({}); streaming through a pinned bounce buffer "
+                      "filled by host threads instead (slower)", e.what());
+            can_register = false;
+        }
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    weights_ = DeviceBuffer(hi - lo);
-    constexpr size_t k_stage = 64u << 20;
-    void* stage[2];
-    cudaEvent_t done[2];
-    for (int i = 0; i < 2; ++i) {
-        TT_CUDA_CHECK(cudaHostAlloc(&stage[i], k_stage, cudaHostAllocDefault));
-        TT_CUDA_CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming));
-    }
-    Progress progress("load to GPU", hi - lo);
-    a.mapped().advise_sequential(lo, hi - lo);
-    int slot = 0;
-    for (uint64_t off = lo; off < hi; off += k_stage, slot ^= 1) {
-        const size_t n = size_t(std::min<uint64_t>(k_stage, hi - off));
-        TT_CUDA_CHECK(cudaEventSynchronize(done[slot]));  // the copy that last used this buffer is done
-        std::memcpy(stage[slot], a.base() + off, n);
-        TT_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(weights_.ptr) + (off - lo), stage[slot], n,
-                                      cudaMemcpyHostToDevice, stream_));
-        TT_CUDA_CHECK(cudaEventRecord(done[slot], stream_));
-        progress.add(n);
-    }
-    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (int i = 0; i < 2; ++i) {
-        cudaFreeHost(stage[i]);
-        cudaEventDestroy(done[i]);
-    }
-    progress.finish();
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log::debug("loaded {} of weights in {:.2f} s ({}/s)", format_bytes(double(hi - lo)), secs, format_bytes(double(hi - lo) / secs));
-
-    for (const auto& t : a.tensors()) dev_ptr_[&t.view] = static_cast<uint8_t*>(weights_.ptr) + (t.offset - lo);
+    for (const auto& t : a.tensors()) dev_ptr_[&t.view] = ws_->address(t);
     auto d = [&](const TensorView* v) -> const void* { return v ? dev_ptr_.at(v) : nullptr; };
-    token_embd_ = d(w.token_embd);
+    token_embd_ = ws_->lookup_address(a.tensor(w.token_embd->name));  // may be registered host memory
     output_norm_ = d(w.output_norm);
     output_ = d(w.output);
     layers_.resize(w.layers.size());
@@ -271,6 +268,7 @@ void CudaBackend::decode_step() {
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
     for (int il = 0; il < s.n_layers; ++il) {
+        ws_->need(ws_->layer_block(il));  // streamed: wait until its slot holds layer il
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
         GemvArgs qkv{};
@@ -301,7 +299,9 @@ void CudaBackend::decode_step() {
         gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
                    s.norm_eps, act, ffn_.as<float>(), stream_);
         add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, s.ffn_dim, ffn_.as<float>());
+        ws_->done(ws_->layer_block(il));  // its slot may be refilled once these kernels ran
     }
+    ws_->need_head();
     GemvArgs head{};
     head.seg[0] = {output_, nullptr, logits_.as<float>(), s.vocab_size};
     head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = x;
@@ -309,6 +309,7 @@ void CudaBackend::decode_step() {
     gemv(head, stream_);
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
+    ws_->done_head();
 }
 
 RopeArgs CudaBackend::rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const {
@@ -345,20 +346,49 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
     }
 }
 
-void CudaBackend::run_decode_graph() {
+cudaGraphExec_t CudaBackend::capture_decode_graph() {
     // Inputs {token, pos} go up and the argmax comes down inside the graph, from pinned memory.
-    if (!graph_) {
-        cudaGraph_t g;
-        TT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-        TT_CUDA_CHECK(cudaMemcpyAsync(io_.ptr, host_io_, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-        decode_step();
-        TT_CUDA_CHECK(cudaMemcpyAsync(host_io_ + 2, io_.as<int32_t>() + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-        TT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-        TT_CUDA_CHECK(cudaGraphInstantiate(&graph_, g, 0));
-        TT_CUDA_CHECK(cudaGraphDestroy(g));
-    }
+    // The weight copies of streamed layers are captured too, on the copy stream forked from here.
+    cudaGraph_t g;
+    cudaGraphExec_t exec = nullptr;
+    TT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    TT_CUDA_CHECK(cudaMemcpyAsync(io_.ptr, host_io_, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    ws_->begin_pass();
+    decode_step();
+    ws_->end_pass();
+    TT_CUDA_CHECK(cudaMemcpyAsync(host_io_ + 2, io_.as<int32_t>() + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    TT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    TT_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    TT_CUDA_CHECK(cudaGraphDestroy(g));
+    return exec;
+}
+
+void CudaBackend::run_decode_graph() {
+    if (!graph_) graph_ = capture_decode_graph();
     TT_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+    ws_->count_pass();
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ws_->check();
+}
+
+double CudaBackend::measure_decode_without_copies(int n) {
+    if (!ws_->streaming() || n < 1 || n_past_ >= n_ctx_) return 0;
+    if (!graph_no_copies_) {
+        ws_->set_copies(false);
+        graph_no_copies_ = capture_decode_graph();
+        ws_->set_copies(true);
+    }
+    // Position n_past_ is not cached yet: the KV row these steps write is overwritten by the next token.
+    host_io_[0] = 0;
+    host_io_[1] = n_past_;
+    double total = 0;
+    for (int i = 0; i <= n; ++i) {  // the first run warms up
+        const auto t0 = std::chrono::steady_clock::now();
+        TT_CUDA_CHECK(cudaGraphLaunch(graph_no_copies_, stream_));
+        TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        if (i > 0) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return total / n;
 }
 
 void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy) {
@@ -393,14 +423,17 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         pids_ = DeviceBuffer(T * 4);
     }
     float* x = px_.as<float>();
+    ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     const int group = s.n_heads / s.n_kv_heads;
     // ph_ holds the normalized input of the next matrix product, in the weights' dtype.
+    ws_->need(ws_->layer_block(0));
     residual_rmsnorm(x, nullptr, nullptr, layers_[0].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr,
                      wdt_, stream_);
     for (int il = 0; il < s.n_layers; ++il) {
+        ws_->need(ws_->layer_block(il));
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
         const int QKV = Q + 2 * KV;
@@ -470,8 +503,11 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
         const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
+        if (il + 1 < s.n_layers) ws_->need(ws_->layer_block(il + 1));  // next_norm lives in the next block
+        else ws_->need_head();
         residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.ffn_post_norm : nullptr, next_norm, wdt_,
                          s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+        ws_->done(ws_->layer_block(il));
     }
     n_past_ += n;
     // ph_ holds output_norm(x) for every row, in the weights' dtype.
@@ -481,6 +517,22 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>(),
          s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
+    ws_->done_head();
+    ws_->end_pass();
+}
+
+void CudaBackend::prefill_chunked(std::span<const int32_t> tokens, bool all_logits) {
+    const int n = int(tokens.size()), chunk = plan_.prefill_chunk;
+    const size_t V = size_t(spec_.vocab_size);
+    if (all_logits) host_logits_.resize(size_t(n) * V);
+    for (int c0 = 0; c0 < n; c0 += chunk) {
+        const int m = std::min(chunk, n - c0);
+        if (profile_ == Profile::safe) prefill_by_decode(tokens.subspan(size_t(c0), size_t(m)), all_logits);
+        else prefill(tokens.subspan(size_t(c0), size_t(m)), all_logits);
+        if (all_logits)
+            TT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data() + size_t(c0) * V, plogits_.ptr, size_t(m) * V * 4,
+                                          cudaMemcpyDeviceToHost, stream_));
+    }
 }
 
 void CudaBackend::prefill_by_decode(std::span<const int32_t> tokens, bool all_logits) {
@@ -518,14 +570,19 @@ std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, boo
         dev_logits = logits_.as<float>();
         count = size_t(spec_.vocab_size);
     } else {
-        if (profile_ == Profile::safe) prefill_by_decode(tokens, all_logits);
-        else prefill(tokens, all_logits);
+        prefill_chunked(tokens, all_logits);
+        if (all_logits) {  // already copied chunk by chunk
+            TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            ws_->check();
+            return host_logits_;
+        }
         dev_logits = plogits_.as<float>();
-        count = size_t(all_logits ? n : 1) * spec_.vocab_size;
+        count = size_t(spec_.vocab_size);
     }
     host_logits_.resize(count);
     TT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), dev_logits, count * 4, cudaMemcpyDeviceToHost, stream_));
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ws_->check();
     return host_logits_;
 }
 
@@ -546,12 +603,12 @@ int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sa
     if (n_past_ + n > n_ctx_) fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
     for (int32_t id : tokens)
         if (id < 0 || id >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", id, spec_.vocab_size);
-    if (profile_ == Profile::safe) prefill_by_decode(tokens, false);
-    else prefill(tokens, false);
+    prefill_chunked(tokens, false);
     argmax(plogits_.as<float>(), spec_.vocab_size, io_.as<int32_t>() + 3, stream_);
     int32_t id = 0;
     TT_CUDA_CHECK(cudaMemcpyAsync(&id, io_.as<int32_t>() + 3, 4, cudaMemcpyDeviceToHost, stream_));
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    ws_->check();
     return id;
 }
 

@@ -1,0 +1,65 @@
+#include "backends/cuda/cuda_plan.h"
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/measure.h"
+#include "core/error.h"
+#include "runtime/doctor.h"
+
+#include <fmt/format.h>
+
+namespace tt::cuda {
+
+Bandwidths device_bandwidths(int device, bool measure) {
+    Bandwidths bw;
+    const auto devices = list_devices();
+    TT_ASSERT(device >= 0 && device < int(devices.size()));
+    const auto record = load_doctor_record();
+    const GpuCeilings* g = record ? record->gpu(device) : nullptr;
+    if (g && g->name == devices[size_t(device)].name && g->h2d_pinned_gbs > 0 && g->d2d_gbs > 0 && g->gemm_bf16_tflops > 0) {
+        bw.h2d_pinned_gbs = g->h2d_pinned_gbs;
+        bw.device_gbs = g->d2d_gbs;
+        bw.gemm_tflops = g->gemm_bf16_tflops;
+        bw.source = fmt::format("doctor.json of {}; disk and host copy assumed", record->date);
+    } else if (measure) {
+        // A quick measurement beats a guess: about a second, and the prediction depends on it.
+        bw.h2d_pinned_gbs = measure_h2d_gbs(device, true, size_t(256) << 20);
+        bw.device_gbs = measure_d2d_gbs(device, size_t(512) << 20);
+        bw.gemm_tflops = measure_gemm_tflops(device, 4096);
+        bw.source = "measured now (no doctor.json record of this GPU: `thintensor doctor` stores one); disk and host copy assumed";
+    } else {
+        bw.source = "assumed defaults (no doctor.json record of this GPU: `thintensor doctor` stores one)";
+    }
+    return bw;
+}
+
+bool bandwidths_assumed(const Bandwidths& bw) { return bw.source.rfind("assumed", 0) == 0; }
+
+bool can_register_read_only(int device) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrHostRegisterReadOnlySupported, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return v != 0;
+}
+
+PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const BackendOptions& opt, int device, int context,
+                            bool can_register, bool measure) {
+    PlanInput in = plan_input_from_archive(archive, spec);
+    in.context = context;
+    in.profile = opt.profile;
+    in.vram_budget = opt.vram_budget;
+    in.ram_budget = opt.ram_budget;
+    TT_CUDA_CHECK(cudaSetDevice(device));
+    size_t free_b = 0, total_b = 0;
+    TT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    in.device_free = free_b;
+    in.device_total = total_b;
+    in.ram_available = host_available_ram();
+    in.can_register = can_register && can_register_read_only(device);
+    in.bw = device_bandwidths(device, measure);
+    return in;
+}
+
+}  // namespace tt::cuda

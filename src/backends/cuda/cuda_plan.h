@@ -1,0 +1,26 @@
+// The hardware side of the fit planner for a CUDA device: its memory now and the link speeds,
+// from doctor.json when it has a record of this GPU, else measured now (a second or so). Shared by
+// the CUDA backend and `thintensor plan`, so both print the same plan. Host-only header.
+#pragma once
+
+#include "runtime/backend.h"
+#include "runtime/plan.h"
+
+namespace tt::cuda {
+
+// Bandwidths of CUDA device `device`: doctor.json's record when it names this GPU, else measured
+// now (h2d pinned, device copy, bf16 GEMM; about a second) when `measure`, else plan.h's assumed
+// defaults. Disk and host-copy speeds are always assumed (see plan.h).
+Bandwidths device_bandwidths(int device, bool measure);
+// True when `bw` came from neither doctor.json nor a measurement.
+bool bandwidths_assumed(const Bandwidths& bw);
+
+// The plan input for `archive` on CUDA device `device` with `context` KV positions and the budgets
+// of `opt`; `can_register`: whether the archive's mapping can be registered with the driver.
+PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const BackendOptions& opt, int device, int context,
+                            bool can_register, bool measure);
+
+// Whether this device can register read-only host memory (cudaHostRegisterReadOnly).
+bool can_register_read_only(int device);
+
+}  // namespace tt::cuda

@@ -1,0 +1,125 @@
+// Weight placement and streaming for the CUDA backend (docs/STREAMING.md). Holds the resident
+// blocks in one VRAM allocation and streams the others, pass after pass, through a ring of VRAM
+// slots on a copy stream that runs beside the compute stream:
+//
+//   begin_pass()    fork the copy stream off the compute stream; copy streamed blocks 0..R-1
+//   need(b)         the compute stream waits until block b is in its slot (event "loaded b")
+//   done(b)         after the last kernel that reads b: record "freed b" on the compute stream,
+//                   then the copy stream waits for it and copies streamed block j+R into the slot
+//   end_pass()      join the copy stream back into the compute stream
+//
+// Streamed block j always uses slot j % R, so every pass issues the same copies to the same
+// addresses: a decode step with its copies is captured once in a CUDA graph and replayed with no
+// host work. A slot is overwritten only after the compute stream passed done() of the block it
+// held, and read only after need() saw its copy finish.
+//
+// Host side: streamed blocks are registered in place in the archive's mapping (cudaHostRegister,
+// read-only) and copied straight from it; blocks the plan puts on disk (RAM budget too small) or
+// that cannot be registered go through one pinned bounce buffer filled by host threads (a host
+// node in the graph) from the file (pread, O_DIRECT when the file system allows) or the mapping.
+// With nothing streamed, every hook is a no-op and the backend runs exactly as fully resident.
+#pragma once
+
+#include "format/archive.h"
+#include "runtime/backend.h"
+#include "runtime/plan.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tt {
+class ThreadPool;
+}
+
+namespace tt::cuda {
+
+class WeightStream {
+public:
+    // Uploads the resident blocks and sets up the ring. Throws tt::Error on CUDA failures; a
+    // refused host registration throws RegistrationRefused so that the caller can re-plan.
+    WeightStream(const Archive& archive, const Plan& plan, cudaStream_t compute);
+    ~WeightStream();
+    WeightStream(const WeightStream&) = delete;
+    WeightStream& operator=(const WeightStream&) = delete;
+
+    struct RegistrationRefused : std::runtime_error {
+        using std::runtime_error::runtime_error;
+    };
+
+    // Where the kernels find a tensor: its resident copy or its slot (fixed for the whole run).
+    const void* address(const ArchiveTensor& t) const;
+    // Where the embedding lookup reads rows of `t` (the token embedding): the resident copy, or its
+    // registered host memory through the device pointer the driver maps it at.
+    const void* lookup_address(const ArchiveTensor& t) const;
+
+    bool streaming() const { return !streamed_.empty(); }
+    // Block index of layer il / of the head blocks, for need() and done().
+    int layer_block(int il) const { return layer_block_[size_t(il)]; }
+    void begin_pass();
+    void need(int block);
+    void done(int block);
+    void need_head();  // the output block (and a tied embedding)
+    void done_head();
+    void end_pass();
+    // One more pass ran: begin_pass() counts eager passes; a graph replay of a captured pass calls this.
+    void count_pass();
+    // When false, passes keep the events but issue no copies (kernel-only timing; results invalid).
+    void set_copies(bool on) { copies_ = on; }
+    // Throws tt::Error when a host-side read for the bounce buffer failed since the last call.
+    void check();
+
+    StreamStats stats() const;
+
+private:
+    struct Streamed {
+        int block = -1;
+        uint64_t offset = 0, bytes = 0;  // file range
+        Placement place = Placement::registered;
+        void* slot = nullptr;
+        cudaEvent_t loaded = nullptr, freed = nullptr;
+    };
+    struct FillJob {
+        WeightStream* self;
+        int j;
+    };
+    void release();
+    void upload_resident(const Archive& a);
+    void register_host(const Archive& a);
+    void enqueue_copy(int j);
+    static void CUDART_CB fill_bounce(void* job);
+    void fill(const Streamed& s);
+    double time_copy_pass();
+
+    const Archive& archive_;
+    Plan plan_;
+    cudaStream_t compute_ = nullptr, copy_ = nullptr;
+    void* resident_ = nullptr;
+    std::vector<int64_t> resident_off_;   // per block: offset in resident_, or -1
+    std::vector<int> stream_index_;       // per block: j, or -1
+    std::vector<int> layer_block_;
+    int output_block_ = -1, embed_block_ = -1;
+    void* ring_ = nullptr;
+    std::vector<Streamed> streamed_;
+    std::vector<FillJob> jobs_;
+    std::vector<bool> enqueued_, released_;
+    std::vector<void*> registered_;       // host ranges to unregister
+    const void* embed_device_ = nullptr;  // device pointer of the registered embedding
+    void* bounce_ = nullptr;
+    int fd_ = -1;
+    bool direct_io_ = false;
+    std::unique_ptr<ThreadPool> pool_;
+    cudaEvent_t fork_ = nullptr, join_ = nullptr;
+    bool copies_ = true, in_pass_ = false;
+    uint64_t bytes_per_pass_ = 0, passes_ = 0;
+    double copy_s_per_pass_ = 0;
+    std::mutex error_mu_;
+    std::string error_;
+    std::atomic<bool> failed_{false};
+};
+
+}  // namespace tt::cuda

@@ -1,0 +1,98 @@
+// thintensor plan MODEL: where the fit planner puts each layer for a VRAM budget (resident or
+// streamed over PCIe), what VRAM and pinned RAM hold, the bytes per token over each link and the
+// predicted speed, before loading anything. The CUDA backend runs the same planner on the same
+// inputs (src/backends/cuda/cuda_plan.h) and prints the plan's summary line when it loads.
+#include "cli/command.h"
+#include "cli/model_args.h"
+#include "core/byte_size.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "format/archive.h"
+#include "runtime/model_source.h"
+#include "runtime/plan.h"
+
+#ifdef THINTENSOR_HAVE_CUDA
+#include "backends/cuda/cuda_plan.h"
+#include "backends/cuda/device_info.h"
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace {
+
+struct Opts {
+    tt::cli::ModelArgs model;
+    std::string device_memory;  // plan for a GPU of this size that is not here
+    bool json = false;
+};
+
+constexpr int k_default_context = 4096;
+
+int run(const Opts& o) {
+    using namespace tt;
+    const std::string path = resolve_model(o.model.model);
+    const Archive a = Archive::open(path);
+    const ModelSpec spec = spec_from_json(a.metadata()["spec"]);
+    if (o.model.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", o.model.context, spec.max_context);
+    const int context = o.model.context > 0 ? o.model.context : std::min(spec.max_context, k_default_context);
+    BackendOptions bo;
+    bo.context = context;
+    bo.profile = parse_profile(o.model.profile);
+    if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
+    if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
+    if (o.model.device == "cpu")
+        fail("--device cpu: the planner places weights in GPU memory; the CPU backend reads them from the mapping in place");
+
+    PlanInput in;
+    std::string gpu;
+    if (!o.device_memory.empty()) {
+        in = plan_input_from_archive(a, spec);
+        in.context = context;
+        in.profile = bo.profile;
+        in.vram_budget = bo.vram_budget;
+        in.ram_budget = bo.ram_budget;
+        in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");
+        in.ram_available = host_available_ram();
+        gpu = fmt::format("a GPU with {} (--device-memory)", format_bytes(double(in.device_total)));
+    } else {
+#ifdef THINTENSOR_HAVE_CUDA
+        int device = 0;
+        if (o.model.device.size() > 5 && o.model.device.rfind("cuda:", 0) == 0) device = std::stoi(o.model.device.substr(5));
+        std::string why;
+        const auto devices = cuda::list_devices(&why);
+        if (devices.empty()) fail("no GPU visible ({}); pass --device-memory SIZE to plan for a GPU that is not here", why);
+        if (device < 0 || device >= int(devices.size())) fail("--device {}: no such GPU ({} visible)", o.model.device, devices.size());
+        in = cuda::device_plan_input(a, spec, bo, device, context, true, true);
+        gpu = fmt::format("cuda:{} {} ({} free of {})", device, devices[size_t(device)].name, format_bytes(double(in.device_free)),
+                          format_bytes(double(in.device_total)));
+#else
+        fail("this build has no CUDA backend; pass --device-memory SIZE to plan for a GPU that is not here");
+#endif
+    }
+    const Plan p = make_plan(in);
+    for (const auto& w : p.warnings) log::warn("{}", w);
+    if (o.json) {
+        nlohmann::json j = {{"model", path}, {"gpu", gpu}, {"context", context}, {"profile", profile_name(bo.profile)}, {"plan", p.to_json()}};
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("model   {}\ngpu     {}\ncontext {} tokens, profile {}\n\n", path, gpu, context, profile_name(bo.profile));
+    fmt::print("{}\n{}\n", p.table(), p.summary());
+    return 0;
+}
+
+}  // namespace
+
+static tt::cli::Registration reg("plan", "Show where the model's layers go for a VRAM budget and the predicted speed", 65,
+                                 [](CLI::App& sub) -> tt::cli::RunFn {
+                                     auto o = std::make_shared<Opts>();
+                                     tt::cli::add_model_args(sub, o->model);
+                                     sub.add_option("--device-memory", o->device_memory,
+                                                    "Plan for a GPU of this much memory instead of the one here, e.g. 8GiB");
+                                     sub.add_flag("--json", o->json, "Print JSON");
+                                     return [o]() -> int { return run(*o); };
+                                 });

@@ -1,0 +1,487 @@
+// The fit planner (see plan.h and docs/STREAMING.md).
+//
+// VRAM is spent, in this order of priority, on the fixed working set (KV cache, prefill workspace,
+// decode activations, cuBLAS workspace, allocator slack), then on weights. When every block fits,
+// all are resident. Otherwise:
+//   1. the token embedding (unless it is also the output head) moves to registered host memory:
+//      decode reads one row of it per token, so it costs nothing on the bus;
+//   2. the output head stays resident and the LAST layers are streamed through a ring of 2 slots
+//      of the largest streamed block, keeping as many first layers resident as fit: at the start of
+//      a token the copy engine prefetches the first streamed layers while the resident ones compute;
+//   3. only when the head and a ring do not fit together is the head streamed too.
+// Streamed blocks are registered (pinned) in place in the archive's mapping while the RAM budget
+// allows; the rest are read from the file into a pinned bounce buffer.
+#include "runtime/plan.h"
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "format/archive.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace tt {
+
+const char* placement_name(Placement p) {
+    switch (p) {
+    case Placement::vram: return "vram";
+    case Placement::host_mapped: return "host-mapped";
+    case Placement::registered: return "registered";
+    case Placement::bounce: return "bounce";
+    case Placement::disk: return "disk";
+    }
+    return "?";
+}
+
+namespace {
+
+uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
+
+}  // namespace
+
+uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t we, size_t ke) {
+    // Mirrors CudaBackend::prefill's buffers: px, ph, pqkv, pqb, pscores, pprobs, patt, ptmp, pgu,
+    // pact, pids, plus the logits of one row.
+    const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = std::min<uint64_t>(T, 512);
+    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
+    uint64_t b = 0;
+    b += T * H * 4;                      // px: residual stream
+    b += T * H * we;                     // ph: normalized input
+    b += T * (Q + 2 * KV) * 4;           // pqkv
+    b += T * Q * ke;                     // pqb: roped q
+    b += uint64_t(s.n_heads) * qc * K * 4;   // pscores
+    b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
+    b += T * Q * we;                     // patt
+    b += T * std::max(H, F) * 4;         // ptmp
+    b += T * 2 * F * 4;                  // pgu
+    b += T * F * we;                     // pact
+    b += T * 4;                          // pids
+    b += uint64_t(s.vocab_size) * 4;     // plogits, last row
+    return b;
+}
+
+uint64_t decode_activation_bytes(const ModelSpec& s) {
+    // x, q, k, v, att, tmp, ffn, logits (f32) and the attention partials at the most splits (256).
+    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
+    const uint64_t floats = H + 2 * Q + 2 * KV + std::max(H, F) + F + uint64_t(s.vocab_size);
+    return floats * 4 + uint64_t(s.n_heads) * 256 * uint64_t(s.head_dim + 2) * 4 + 64;
+}
+
+double prefill_flops(const ModelSpec& s, int n) {
+    const double vh = double(s.vocab_size) * s.hidden_dim;
+    // Weights used by every token: all but the embedding table and the head.
+    const double per_token = double(s.n_params()) - vh * (s.tied_embeddings ? 1 : 2);
+    double f = 2.0 * per_token * n + 2.0 * vh;  // the head for the last token only
+    for (int il = 0; il < s.n_layers; ++il) {
+        double vis = 0;  // sum over queries of visible keys
+        const int w = s.layer_attn[size_t(il)] == AttnKind::sliding ? s.sliding_window : 0;
+        for (int i = 0; i < n; ++i) vis += w > 0 ? std::min(i + 1, w) : i + 1;
+        f += 4.0 * s.q_dim() * vis;  // QK^T and PV
+    }
+    return f;
+}
+
+uint64_t host_available_ram() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
+    PlanInput in;
+    in.spec = spec;
+    in.weight_elem = dtype_size(a.tensors().front().view.dtype);
+    in.kv_elem = in.weight_elem;  // the CUDA backend keeps the KV cache in the weights' dtype
+    for (const auto& b : a.blocks()) {
+        PlanBlock pb;
+        pb.name = b.name;
+        pb.offset = b.offset;
+        pb.bytes = b.nbytes;
+        if (b.name.rfind("layer.", 0) == 0) pb.layer = std::stoi(b.name.substr(6));
+        in.blocks.push_back(pb);
+    }
+    for (const auto& t : a.tensors()) {
+        auto it = std::find_if(in.blocks.begin(), in.blocks.end(), [&](const PlanBlock& b) { return b.name == t.block; });
+        if (it == in.blocks.end()) continue;
+        const bool lookup_only = t.view.name == "token_embd.weight" && !spec.tied_embeddings;
+        it->decode_read += lookup_only ? t.view.nbytes / uint64_t(spec.vocab_size) : t.view.nbytes;
+    }
+    return in;
+}
+
+Plan make_plan(const PlanInput& in) {
+    const ModelSpec& s = in.spec;
+    Plan p;
+    p.bw = in.bw;
+    p.n_layers = s.n_layers;
+    TT_ASSERT(in.context > 0);
+
+    // ---- budgets ----
+    const uint64_t vram_avail = in.device_free > k_vram_margin ? in.device_free - k_vram_margin : 0;
+    const std::string avail_text = fmt::format("free VRAM {} minus a {} margin", format_bytes(double(in.device_free)),
+                                               format_bytes(double(k_vram_margin)));
+    if (in.vram_budget == 0) {
+        p.vram_budget = vram_avail;
+        p.vram_budget_origin = avail_text;
+    } else if (in.device_total > 0 && in.vram_budget > in.device_total) {
+        p.vram_budget = vram_avail;
+        p.vram_budget_origin = avail_text;
+        p.warnings.push_back(fmt::format("--vram-budget {} is more than the GPU's {}; using {} ({})", format_bytes(double(in.vram_budget)),
+                                         format_bytes(double(in.device_total)), format_bytes(double(vram_avail)), avail_text));
+    } else if (in.device_total > 0 && in.vram_budget > vram_avail) {
+        p.vram_budget = vram_avail;
+        p.vram_budget_origin = avail_text;
+        p.warnings.push_back(fmt::format("--vram-budget {} is more than the VRAM free now; using {} ({})", format_bytes(double(in.vram_budget)),
+                                         format_bytes(double(vram_avail)), avail_text));
+    } else {
+        p.vram_budget = in.vram_budget;
+        p.vram_budget_origin = fmt::format("--vram-budget {}", format_bytes(double(in.vram_budget)));
+    }
+    const uint64_t ram_avail = in.ram_available > k_ram_margin ? in.ram_available - k_ram_margin : 0;
+    if (in.ram_budget == 0) {
+        p.ram_budget = ram_avail;
+    } else if (in.ram_available > 0 && in.ram_budget > in.ram_available) {
+        p.ram_budget = ram_avail;
+        p.warnings.push_back(fmt::format("--ram-budget {} is more than the memory available now ({}); using {}",
+                                         format_bytes(double(in.ram_budget)), format_bytes(double(in.ram_available)),
+                                         format_bytes(double(ram_avail))));
+    } else {
+        p.ram_budget = in.ram_budget;
+    }
+
+    // ---- the fixed working set ----
+    p.prefill_chunk = std::min(in.context, k_prefill_chunk);
+    const uint64_t kv = 2 * uint64_t(s.n_layers) * uint64_t(in.context) * uint64_t(s.kv_dim()) * in.kv_elem;
+    const uint64_t workspace = prefill_workspace_bytes(s, p.prefill_chunk, in.context, in.weight_elem, in.kv_elem);
+    const uint64_t acts = decode_activation_bytes(s);
+    const std::vector<MemLine> fixed_lines = {
+        {fmt::format("KV cache ({} positions)", in.context), kv},
+        {fmt::format("prefill workspace ({}-token chunks)", p.prefill_chunk), workspace},
+        {"decode activations", acts},
+        {"cuBLAS workspace", k_cublas_workspace},
+        {"allocator slack (graph, events)", k_alloc_slack},
+    };
+    uint64_t fixed = 0;
+    for (const auto& l : fixed_lines) fixed += l.bytes;
+
+    // ---- which blocks are which ----
+    int embed = -1, output = -1;
+    std::vector<int> layers(size_t(s.n_layers), -1);
+    for (size_t i = 0; i < in.blocks.size(); ++i) {
+        const PlanBlock& b = in.blocks[i];
+        if (b.name == "embed") embed = int(i);
+        else if (b.name == "output") output = int(i);
+        else if (b.layer >= 0 && b.layer < s.n_layers) layers[size_t(b.layer)] = int(i);
+        else fail("plan: unexpected block '{}' in the archive", b.name);
+    }
+    if (embed < 0 || output < 0 || std::count(layers.begin(), layers.end(), -1) > 0)
+        fail("plan: the archive lacks an embed, output or layer block");
+    const bool tied = s.tied_embeddings;
+    auto bytes_of = [&](int i) { return in.blocks[size_t(i)].bytes; };
+    // A candidate: the blocks streamed (pass order) and the ones resident; returns VRAM needed.
+    struct Candidate {
+        std::vector<int> streamed;  // pass order
+        bool embed_host = false;
+        int ring = 0;
+        uint64_t slot = 0, need = 0;
+    };
+    auto evaluate = [&](Candidate& c) {
+        c.ring = std::min<int>(2, int(c.streamed.size()));
+        c.slot = 0;
+        for (int i : c.streamed) c.slot = std::max(c.slot, round_up(bytes_of(i), k_thin_align));
+        uint64_t resident = 0;
+        for (size_t i = 0; i < in.blocks.size(); ++i) {
+            const bool streamed = std::find(c.streamed.begin(), c.streamed.end(), int(i)) != c.streamed.end();
+            if (!streamed && !(c.embed_host && int(i) == embed && !tied)) resident += round_up(bytes_of(int(i)), k_thin_align);
+        }
+        c.need = fixed + resident + uint64_t(c.ring) * c.slot;
+    };
+    // The embedding's rows can be read from registered host memory only when it can be registered
+    // within the RAM budget; a tied embedding is also the head, read whole every token.
+    const bool embed_can_leave = in.can_register && bytes_of(embed) <= p.ram_budget;
+    std::vector<int> head = {output};
+    if (tied && embed_can_leave) head.push_back(embed);
+
+    // Candidates: everything resident; else the last layers streamed (with the head resident, or
+    // streamed too). Among those that fit, the one that streams the fewest bytes wins; the smallest
+    // need over all of them is the minimum working set.
+    std::vector<Candidate> candidates(1);  // [0]: everything resident
+    for (int stream_head = 0; stream_head < 2; ++stream_head)
+        for (int k = s.n_layers; k >= 0; --k) {  // k = first streamed layer
+            Candidate c;
+            c.embed_host = !tied && embed_can_leave;
+            for (int il = k; il < s.n_layers; ++il) c.streamed.push_back(layers[size_t(il)]);
+            if (stream_head) c.streamed.insert(c.streamed.end(), head.begin(), head.end());
+            if (c.streamed.empty() && !c.embed_host) continue;
+            candidates.push_back(c);
+        }
+    Candidate best, smallest;
+    bool found = false;
+    uint64_t best_streamed = 0;
+    p.min_vram = UINT64_MAX;
+    for (auto& c : candidates) {
+        evaluate(c);
+        uint64_t streamed = 0;
+        for (int i : c.streamed) streamed += bytes_of(i);
+        if (c.need < p.min_vram) {
+            p.min_vram = c.need;
+            smallest = c;
+        }
+        if (c.need <= p.vram_budget && (!found || streamed < best_streamed)) {
+            best = c;
+            best_streamed = streamed;
+            found = true;
+        }
+    }
+    if (!found) {
+        std::string parts = fmt::format("resident weights {}", format_bytes(double(smallest.need - fixed - uint64_t(smallest.ring) * smallest.slot)));
+        if (smallest.ring) parts += fmt::format(", ring {} x {}", smallest.ring, format_bytes(double(smallest.slot)));
+        for (const auto& l : fixed_lines) parts += fmt::format(", {} {}", l.what, format_bytes(double(l.bytes)));
+        fail("{} is below the minimum working set of {} for this model at a context of {} tokens ({}){}; "
+             "raise the budget or lower --context",
+             p.vram_budget_origin, format_bytes(double(p.min_vram)), in.context, parts,
+             embed_can_leave || tied ? "" : "; the token embedding stays resident because it cannot be registered in host memory");
+    }
+
+    // ---- placements ----
+    for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1});
+    p.ring_slots = best.ring;
+    p.slot_bytes = best.slot;
+    // A tied embedding is the head: it is host-mapped for the lookups exactly when it is streamed.
+    p.embed_host_mapped = tied ? std::count(best.streamed.begin(), best.streamed.end(), embed) > 0 : best.embed_host;
+    if (p.embed_host_mapped && !tied) p.blocks[size_t(embed)].place = Placement::host_mapped;
+    p.stream_order = best.streamed;
+
+    // Host side: register streamed blocks in pass order while RAM allows; the rest come from the
+    // file through one pinned bounce buffer (or from the page cache when registration is refused).
+    uint64_t ram_left = p.ram_budget;
+    if (p.embed_host_mapped) {
+        ram_left -= bytes_of(embed);
+        p.ram.push_back({"token embedding (registered, rows read by the kernel)", bytes_of(embed)});
+    }
+    uint64_t streamed_total = 0;
+    for (int i : p.stream_order)
+        if (!(p.embed_host_mapped && i == embed)) streamed_total += bytes_of(i);
+    const bool all_register = in.can_register && streamed_total <= ram_left;
+    if (!p.stream_order.empty() && !all_register) {
+        p.bounce_bytes = p.slot_bytes;
+        if (p.bounce_bytes > ram_left)
+            fail("--ram-budget: {} of host memory is below the minimum of {} (one pinned bounce buffer of the largest streamed block{})",
+                 format_bytes(double(ram_left)), format_bytes(double(p.bounce_bytes + (p.ram_budget - ram_left))),
+                 p.embed_host_mapped ? " plus the registered token embedding" : "");
+        ram_left -= p.bounce_bytes;
+        p.ram.push_back({"bounce buffer (pinned)", p.bounce_bytes});
+    }
+    const bool page_cache_holds = streamed_total <= ram_left;
+    for (size_t j = 0; j < p.stream_order.size(); ++j) {
+        const int i = p.stream_order[j];
+        BlockPlacement& b = p.blocks[size_t(i)];
+        b.stream_index = int(j);
+        if (p.embed_host_mapped && i == embed) {  // tied head: already registered for the lookups
+            b.place = Placement::registered;
+        } else if (in.can_register && b.bytes <= ram_left) {
+            b.place = Placement::registered;
+            ram_left -= b.bytes;
+        } else {
+            b.place = !in.can_register && page_cache_holds ? Placement::bounce : Placement::disk;
+        }
+    }
+    uint64_t registered = 0;
+    for (const auto& b : p.blocks)
+        if (b.place == Placement::registered && !(p.embed_host_mapped && b.name == "embed")) registered += b.bytes;
+    if (registered) p.ram.push_back({"streamed blocks (registered in place, read-only)", registered});
+    for (const auto& l : p.ram) p.ram_used += l.bytes;
+
+    // ---- VRAM accounting ----
+    uint64_t resident = 0;
+    int resident_blocks = 0;
+    for (const auto& b : p.blocks)
+        if (b.place == Placement::vram) {
+            resident += round_up(b.bytes, k_thin_align);
+            ++resident_blocks;
+            if (b.layer >= 0) ++p.n_resident_layers;
+        }
+    p.vram.push_back({fmt::format("resident weights ({} blocks)", resident_blocks), resident});
+    if (p.ring_slots) p.vram.push_back({fmt::format("streaming ring ({} x {})", p.ring_slots, format_bytes(double(p.slot_bytes))),
+                                        uint64_t(p.ring_slots) * p.slot_bytes});
+    p.vram.insert(p.vram.end(), fixed_lines.begin(), fixed_lines.end());
+    for (const auto& l : p.vram) p.vram_used += l.bytes;
+    TT_ASSERT(p.vram_used == best.need);
+
+    // ---- bytes per token and predictions ----
+    const double h2d = in.bw.h2d_pinned_gbs * 1e9, eff_dev = in.bw.device_gbs * 1e9 * k_decode_efficiency;
+    double copy_s = 0;
+    for (const auto& b : p.blocks) {
+        p.decode_read_bytes += in.blocks[size_t(&b - p.blocks.data())].decode_read;
+        if (!is_streamed(b.place)) continue;
+        p.pcie_bytes += b.bytes;
+        copy_s += double(b.bytes) / h2d;
+        if (b.place == Placement::disk) {
+            p.disk_bytes += b.bytes;
+            copy_s += double(b.bytes) / (in.bw.disk_gbs * 1e9);
+        } else if (b.place == Placement::bounce) {
+            p.host_copy_bytes += b.bytes;
+            copy_s += double(b.bytes) / (in.bw.host_copy_gbs * 1e9);
+        }
+    }
+    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev + s.n_layers * k_decode_layer_overhead_s;
+    p.decode_copy_s = copy_s;
+    // After the last streamed block lands, the kernels from it to the end of the pass still run
+    // with the copy engine idle (the next token's copies start at its graph launch).
+    double tail_s = 0;
+    if (!p.stream_order.empty()) {
+        std::vector<int> pass;  // compute order of the blocks that carry weights read per token
+        for (int il = 0; il < s.n_layers; ++il) pass.push_back(layers[size_t(il)]);
+        pass.push_back(output);
+        if (tied) pass.push_back(embed);
+        const auto last = std::find(pass.begin(), pass.end(), p.stream_order.back());
+        for (auto it = last; it != pass.end(); ++it) {
+            tail_s += double(in.blocks[size_t(*it)].decode_read) / eff_dev;
+            if (in.blocks[size_t(*it)].layer >= 0) tail_s += k_decode_layer_overhead_s;
+        }
+    }
+    const double token_s = std::max(p.decode_compute_s, copy_s + tail_s);
+    p.decode_tps = token_s > 0 ? 1.0 / token_s : 0;
+    p.pcie_bound_tps = p.pcie_bytes ? h2d / double(p.pcie_bytes) : 0;
+    // Prefill: each streamed block crosses once per chunk; f32 weights run cuBLAS in true f32
+    // (no tensor cores), about 1/16 of the bf16 rate.
+    const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weight_elem >= 4 ? 16.0 : 1.0);
+    const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, copy_s);
+    p.prefill_tps = prefill_s > 0 ? p.prefill_chunk / prefill_s : 0;
+
+    // ---- notes ----
+    const int n_streamed_layers = s.n_layers - p.n_resident_layers;
+    if (p.embed_host_mapped)
+        p.notes.push_back("token embedding stays in registered host memory: decode reads one row per token through its device "
+                          "pointer (prefill reads one row per prompt token)");
+    if (n_streamed_layers > 0)
+        p.notes.push_back(fmt::format("layers {}..{} are streamed each pass through a ring of {} slots (streamed block j uses "
+                                      "slot j % {}); the first {} stay resident",
+                                      p.n_resident_layers, s.n_layers - 1, p.ring_slots, p.ring_slots, p.n_resident_layers));
+    if (std::find(p.stream_order.begin(), p.stream_order.end(), output) != p.stream_order.end())
+        p.notes.push_back("the output head is streamed too: it does not fit beside a ring");
+    if (p.disk_bytes)
+        p.warnings.push_back(fmt::format("the RAM budget ({}) cannot hold every streamed block registered: {} per token is read "
+                                         "from the file (O_DIRECT) into a pinned bounce buffer, bounded by the disk",
+                                         format_bytes(double(p.ram_budget)), gb(double(p.disk_bytes))));
+    if (p.host_copy_bytes)
+        p.notes.push_back("the mapping cannot be registered here: streamed blocks are copied by host threads through a pinned "
+                          "bounce buffer (slower than registered memory)");
+    return p;
+}
+
+std::string Plan::summary() const {
+    if (!streaming() && !embed_host_mapped)
+        return fmt::format("plan: all {} layers resident in VRAM ({} of {}), predicted {:.1f} tok/s decode", n_layers,
+                           format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps);
+    std::string from;
+    int n_reg = 0, n_bounce = 0, n_disk = 0;
+    for (const auto& b : blocks) {
+        n_reg += b.place == Placement::registered;
+        n_bounce += b.place == Placement::bounce;
+        n_disk += b.place == Placement::disk;
+    }
+    std::vector<std::string> srcs;
+    if (n_reg) srcs.push_back(fmt::format("{} from registered host memory", n_reg));
+    if (n_bounce) srcs.push_back(fmt::format("{} through a bounce buffer", n_bounce));
+    if (n_disk) srcs.push_back(fmt::format("{} from disk", n_disk));
+    for (size_t i = 0; i < srcs.size(); ++i) from += (i ? ", " : "") + srcs[i];
+    return fmt::format("plan: {} of {} layers resident{}, {} blocks streamed ({}), {}/token over PCIe, VRAM {} of {}, "
+                       "predicted {:.1f} tok/s decode (PCIe bound {:.1f})",
+                       n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
+                       stream_order.size(), from.empty() ? "none" : from, gb(double(pcie_bytes)), format_bytes(double(vram_used)),
+                       format_bytes(double(vram_budget)), decode_tps, pcie_bound_tps);
+}
+
+std::string Plan::table() const {
+    std::ostringstream o;
+    o << fmt::format("VRAM budget: {} ({})\n", format_bytes(double(vram_budget)), vram_budget_origin);
+    o << fmt::format("minimum working set: {}\n\n", format_bytes(double(min_vram)));
+    o << "placement:\n";
+    // Runs of consecutive blocks with the same placement, so 32 layers take a few lines.
+    for (size_t i = 0; i < blocks.size();) {
+        size_t j = i;
+        uint64_t bytes = 0;
+        while (j < blocks.size() && blocks[j].place == blocks[i].place && (blocks[j].layer >= 0) == (blocks[i].layer >= 0)) bytes += blocks[j++].bytes;
+        const std::string names = j - i == 1 ? blocks[i].name : fmt::format("{} .. {}", blocks[i].name, blocks[j - 1].name);
+        o << fmt::format("  {:<22} {:>12}  {}\n", names, format_bytes(double(bytes)), placement_name(blocks[i].place));
+        i = j;
+    }
+    if (streaming())
+        o << fmt::format("  ring: {} slots x {}; streamed in pass order: {} .. {}\n", ring_slots, format_bytes(double(slot_bytes)),
+                         blocks[size_t(stream_order.front())].name, blocks[size_t(stream_order.back())].name);
+    o << "\nVRAM:\n";
+    for (const auto& l : vram) o << fmt::format("  {:<44} {:>12}\n", l.what, format_bytes(double(l.bytes)));
+    o << fmt::format("  {:<44} {:>12} of {}\n", "total", format_bytes(double(vram_used)), format_bytes(double(vram_budget)));
+    o << fmt::format("\nhost memory (budget {}):\n", format_bytes(double(ram_budget)));
+    if (ram.empty()) o << "  none pinned\n";
+    for (const auto& l : ram) o << fmt::format("  {:<52} {:>12}\n", l.what, format_bytes(double(l.bytes)));
+    o << "\nper decode token:\n";
+    o << fmt::format("  read by kernels from VRAM   {}\n", gb(double(decode_read_bytes)));
+    o << fmt::format("  over PCIe (host -> device)  {}{}\n", gb(double(pcie_bytes)),
+                     disk_bytes ? fmt::format(" ({} of it read from disk)", gb(double(disk_bytes))) : "");
+    o << fmt::format("\nbandwidths ({}): PCIe h2d pinned {:.1f} GB/s, device copy {:.0f} GB/s, bf16 GEMM {:.0f} TFLOP/s, "
+                     "disk {:.1f} GB/s\n",
+                     bw.source, bw.h2d_pinned_gbs, bw.device_gbs, bw.gemm_tflops, bw.disk_gbs);
+    o << fmt::format("predicted: decode {:.1f} tok/s (kernels {:.2f} ms, copies {:.2f} ms per token{}), prefill {:.0f} tok/s "
+                     "({}-token chunks)\n",
+                     decode_tps, decode_compute_s * 1e3, decode_copy_s * 1e3,
+                     pcie_bound_tps > 0 ? fmt::format("; PCIe bound {:.1f} tok/s", pcie_bound_tps) : "", prefill_tps, prefill_chunk);
+    for (const auto& n : notes) o << "note: " << n << "\n";
+    return o.str();
+}
+
+nlohmann::json Plan::to_json() const {
+    using json = nlohmann::json;
+    json b = json::array();
+    for (const auto& x : blocks)
+        b.push_back({{"name", x.name}, {"bytes", x.bytes}, {"placement", placement_name(x.place)},
+                     {"slot", x.stream_index >= 0 ? json(x.stream_index % ring_slots) : json(nullptr)}});
+    auto lines = [](const std::vector<MemLine>& v) {
+        json a = json::array();
+        for (const auto& l : v) a.push_back({{"what", l.what}, {"bytes", l.bytes}});
+        return a;
+    };
+    json order = json::array();
+    for (int i : stream_order) order.push_back(blocks[size_t(i)].name);
+    return {{"vram_budget", vram_budget},
+            {"vram_budget_origin", vram_budget_origin},
+            {"vram_used", vram_used},
+            {"min_vram", min_vram},
+            {"vram", lines(vram)},
+            {"ram_budget", ram_budget},
+            {"ram_used", ram_used},
+            {"ram", lines(ram)},
+            {"n_layers", n_layers},
+            {"n_resident_layers", n_resident_layers},
+            {"embed_host_mapped", embed_host_mapped},
+            {"ring_slots", ring_slots},
+            {"slot_bytes", slot_bytes},
+            {"bounce_bytes", bounce_bytes},
+            {"prefill_chunk", prefill_chunk},
+            {"stream_order", order},
+            {"blocks", b},
+            {"pcie_bytes_per_token", pcie_bytes},
+            {"disk_bytes_per_token", disk_bytes},
+            {"decode_read_bytes_per_token", decode_read_bytes},
+            {"predicted_decode_compute_s", decode_compute_s},
+            {"predicted_decode_copy_s", decode_copy_s},
+            {"predicted_decode_tokens_per_s", decode_tps},
+            {"pcie_bound_tokens_per_s", pcie_bound_tps},
+            {"predicted_prefill_tokens_per_s", prefill_tps},
+            {"bandwidths", {{"source", bw.source}, {"h2d_pinned_gbs", bw.h2d_pinned_gbs}, {"device_gbs", bw.device_gbs},
+                            {"gemm_tflops", bw.gemm_tflops}, {"disk_gbs", bw.disk_gbs}, {"host_copy_gbs", bw.host_copy_gbs}}},
+            {"warnings", warnings},
+            {"notes", notes}};
+}
+
+}  // namespace tt

@@ -1,0 +1,157 @@
+// The fit planner: where each block of weights lives when the model is larger than the VRAM
+// budget, what every byte of VRAM and pinned host RAM is for, how many bytes cross each link per
+// token, and the decode / prefill speed that follows. Pure arithmetic: no CUDA, no I/O; the CUDA
+// backend and `thintensor plan` feed it the same inputs and print the same result
+// (docs/STREAMING.md explains the model).
+//
+// The unit is the archive's block ("embed", "layer.N", "output"): a block is one contiguous,
+// 4 KiB-aligned byte range, so streaming it is one copy and its tensors keep their offsets.
+#pragma once
+
+#include "model/model_spec.h"
+#include "runtime/profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tt {
+
+class Archive;
+
+// Where a block lives during a pass.
+enum class Placement {
+    vram,        // resident in VRAM, copied once at load
+    host_mapped, // embedding only: stays in registered host memory, the kernel reads its rows over PCIe
+    registered,  // streamed each pass from the archive's mapping, registered (pinned) with the driver
+    bounce,      // streamed each pass: host threads copy the mapping into a pinned bounce buffer
+    disk,        // streamed each pass: read from the file (O_DIRECT) into a pinned bounce buffer
+};
+const char* placement_name(Placement p);
+inline bool is_streamed(Placement p) { return p == Placement::registered || p == Placement::bounce || p == Placement::disk; }
+
+// Link speeds, GB/s (1e9 bytes/s). `source` says where they came from (doctor.json, measured now,
+// or assumed defaults), because a prediction is only as good as them.
+struct Bandwidths {
+    double h2d_pinned_gbs = 25.0;   // host→device from page-locked memory (PCIe)
+    double device_gbs = 1000.0;     // device copy, bytes read + written (doctor's d2d)
+    double gemm_tflops = 100.0;     // bf16 GEMM rate
+    double disk_gbs = 2.0;          // file read into pinned memory with O_DIRECT
+    double host_copy_gbs = 8.0;     // memcpy from the (cached) mapping into pinned memory
+    std::string source = "assumed defaults";
+};
+
+struct PlanBlock {
+    std::string name;          // "embed", "layer.3", "output"
+    int layer = -1;            // layer index for "layer.N", else -1
+    uint64_t offset = 0;       // file offset (4 KiB aligned)
+    uint64_t bytes = 0;        // bytes to copy: the block's range
+    uint64_t decode_read = 0;  // bytes a decode step reads from it (the embedding: one row, unless tied)
+};
+
+struct PlanInput {
+    std::vector<PlanBlock> blocks;  // archive order: embed, layer.0..N-1, output
+    ModelSpec spec;
+    size_t weight_elem = 2;         // bytes per weight element (bf16 = 2, f32 = 4)
+    size_t kv_elem = 2;             // bytes per KV-cache element
+    int context = 0;                // KV-cache positions
+    Profile profile = Profile::balanced;
+    uint64_t vram_budget = 0;       // requested; 0 = free VRAM minus the margin
+    uint64_t device_total = 0;      // the GPU's memory
+    uint64_t device_free = 0;       // free now
+    uint64_t ram_budget = 0;        // requested; 0 = available RAM minus the margin
+    uint64_t ram_available = 0;     // MemAvailable now
+    bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
+    Bandwidths bw;
+};
+
+// Fixed costs the planner budgets (also what the CUDA backend allocates; it checks it stays within).
+inline constexpr uint64_t k_vram_margin = uint64_t(512) << 20;      // auto budget: free VRAM minus this
+inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator rounding, CUDA graph, events
+inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
+inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
+inline constexpr int k_prefill_chunk = 2048;                        // prompts are run in chunks of this many tokens
+// Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16): the Llama-3-8B shape
+// reads 14.99 GB/token at 177.4 tok/s against a 4204 GB/s device copy, the Qwen3-0.6B shape
+// 1.20 GB/token at 763.5 tok/s against 4160 GB/s. Kernel time per token = bytes / (copy bandwidth
+// x efficiency) + layers x per-layer launch cost fits both with 0.78 and 33.6 us. Prefill of 2,048
+// tokens runs the GEMMs at 56% of the measured bf16 peak.
+inline constexpr double k_decode_efficiency = 0.78;
+inline constexpr double k_decode_layer_overhead_s = 33.6e-6;
+inline constexpr double k_prefill_efficiency = 0.55;
+
+struct MemLine {
+    std::string what;
+    uint64_t bytes = 0;
+};
+
+struct BlockPlacement {
+    std::string name;
+    int layer = -1;
+    uint64_t offset = 0, bytes = 0;
+    Placement place = Placement::vram;
+    int stream_index = -1;  // position among streamed blocks in pass order; slot = stream_index % ring_slots
+};
+
+struct Plan {
+    std::vector<BlockPlacement> blocks;  // archive order
+    std::vector<int> stream_order;       // indices into blocks, in the order a pass uses them
+    int ring_slots = 0;
+    uint64_t slot_bytes = 0;             // each slot holds the largest streamed block (4 KiB rounded)
+    uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
+    int prefill_chunk = 0;
+    bool embed_host_mapped = false;
+    int n_layers = 0, n_resident_layers = 0;
+
+    uint64_t vram_budget = 0;            // in effect (after clamping)
+    std::string vram_budget_origin;      // "--vram-budget 8 GiB", "free VRAM 139.1 GiB minus 512 MiB"
+    std::vector<MemLine> vram;           // what the budget is spent on
+    uint64_t vram_used = 0;
+    uint64_t min_vram = 0;               // the smallest budget that works (everything streamable streamed)
+    uint64_t ram_budget = 0;
+    std::vector<MemLine> ram;            // pinned/registered host memory
+    uint64_t ram_used = 0;
+
+    // Per decode token.
+    uint64_t pcie_bytes = 0;             // host→device copies (every streamed block)
+    uint64_t disk_bytes = 0;             // of which read from the file
+    uint64_t host_copy_bytes = 0;        // of which memcpy'd through the bounce buffer from the mapping
+    uint64_t decode_read_bytes = 0;      // bytes the decode kernels read from VRAM (and host-mapped rows)
+    double decode_compute_s = 0;         // predicted kernel time per token
+    double decode_copy_s = 0;            // copy-stream busy time per token
+    double decode_tps = 0;               // predicted
+    double pcie_bound_tps = 0;           // h2d_pinned / pcie_bytes (0 when nothing streams)
+    double prefill_tps = 0;              // predicted for one full chunk
+    Bandwidths bw;
+    std::vector<std::string> warnings;   // printed by the caller (clamped budget, fallbacks)
+    std::vector<std::string> notes;      // what the plan decided and why
+
+    bool streaming() const { return !stream_order.empty(); }
+    // "plan: 20 of 32 layers resident, 12 streamed from registered host memory, 5.2 GB/token over
+    // PCIe, predicted 9.8 tok/s"
+    std::string summary() const;
+    std::string table() const;  // the full report of `thintensor plan`
+    nlohmann::json to_json() const;
+};
+
+// Throws tt::Error when the budget is below the minimum working set, naming the flag, the budget,
+// the minimum and what it is made of.
+Plan make_plan(const PlanInput& in);
+
+// The archive's blocks with their decode read sizes, the spec and dtypes; the caller fills in the
+// context, budgets, device memory and bandwidths.
+PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
+
+// Bytes of the prefill workspace for chunks of `tokens` with up to `keys` cached positions (the
+// CUDA backend's buffers), and of the decode activations.
+uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t weight_elem, size_t kv_elem);
+uint64_t decode_activation_bytes(const ModelSpec& s);
+// Multiply-adds ×2 of a prefill of n tokens from an empty cache, logits of the last token only.
+double prefill_flops(const ModelSpec& s, int n);
+
+// MemAvailable from /proc/meminfo (0 when unknown).
+uint64_t host_available_ram();
+
+}  // namespace tt

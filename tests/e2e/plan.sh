@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `thintensor plan` (issue #6) on a real archive for a GPU that is not here (--device-memory): all
+# resident when it fits; at the minimum working set the last layers stream and the embedding moves
+# to host memory, with the bytes over PCIe equal to the streamed blocks' sizes; one byte less is a
+# clear error naming the minimum; a budget above the GPU is clamped with a warning; a RAM budget
+# too small to register the streamed blocks reads them from disk and says so. The CPU backend
+# warns that --vram-budget does not apply.
+set -uo pipefail
+S="$TT_SHARED_DIR"; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export THINTENSOR_HOME="$tmp/home"
+pass=0; failed=0
+check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what"; fi; }
+fails_with() {  # fails_with "what" "message regex" command...
+  local what=$1 re=$2; shift 2
+  if "$@" >"$tmp/o" 2>"$tmp/e"; then failed=$((failed+1)); echo "FAIL: $what exited 0"; return; fi
+  if grep -Eq -e "$re" "$tmp/e"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what: message"; cat "$tmp/e"; fi
+}
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['plan']; print($2)" "$1"; }
+TT="$THINTENSOR"
+"$TT" -q convert "$S/fixtures/hf-tiny/llama" -o "$tmp/ts.thin" --dtype f32  # untied: the embedding can leave VRAM
+P=(plan "$tmp/ts.thin" --device-memory 8GiB --context 64)
+
+"$TT" "${P[@]}" --ram-budget 1GiB --json >"$tmp/all.json"
+check "fits: every layer resident" [ "$(json "$tmp/all.json" "j['n_resident_layers'] == j['n_layers'] and not j['stream_order'] and j['pcie_bytes_per_token'] == 0")" = True ]
+min=$(json "$tmp/all.json" "j['min_vram']")
+check "minimum below the full working set" [ "$(json "$tmp/all.json" "j['min_vram'] < j['vram_used']")" = True ]
+
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --json >"$tmp/min.json"
+check "at the minimum: layers stream" [ "$(json "$tmp/min.json" "j['n_resident_layers'] < j['n_layers'] and j['ring_slots'] >= 1")" = True ]
+check "at the minimum: PCIe bytes = streamed blocks" [ "$(json "$tmp/min.json" "j['pcie_bytes_per_token'] == sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'registered')")" = True ]
+check "at the minimum: VRAM used <= budget" [ "$(json "$tmp/min.json" "j['vram_used'] <= $min")" = True ]
+check "at the minimum: embedding in host memory" [ "$(json "$tmp/min.json" "j['embed_host_mapped'] and j['blocks'][0]['placement'] == 'host-mapped'")" = True ]
+check "streamed layers are the last ones" [ "$(json "$tmp/min.json" "all(int(n.split('.')[1]) >= j['n_resident_layers'] for n in j['stream_order'] if n.startswith('layer.'))")" = True ]
+
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" >"$tmp/min.txt"
+check "table: placement and summary" grep -q "^plan: .* layers resident .*blocks streamed .*over PCIe.*predicted" "$tmp/min.txt"
+check "table: ring line" grep -q "ring: .* slots" "$tmp/min.txt"
+check "table: VRAM lines" grep -q "KV cache (64 positions)" "$tmp/min.txt"
+
+fails_with "one byte below the minimum" "below the minimum working set of .* at a context of 64 tokens" "$TT" "${P[@]}" --vram-budget $((min - 1))
+"$TT" "${P[@]}" --vram-budget 100GiB >/dev/null 2>"$tmp/clamp.err"
+check "budget above the GPU: warning" grep -q -e "warning: --vram-budget 100.00 GiB is more than the GPU's 8.00 GiB" "$tmp/clamp.err"
+
+# RAM: enough for the embedding and the bounce buffer only, so the streamed layers come from disk.
+need=$(json "$tmp/min.json" "[b['bytes'] for b in j['blocks'] if b['name'] == 'embed'][0] + j['slot_bytes']")
+"$TT" "${P[@]}" --vram-budget "$min" --ram-budget "$need" --json >"$tmp/disk.json" 2>"$tmp/disk.err"
+check "short RAM: streamed blocks from disk" [ "$(json "$tmp/disk.json" "j['disk_bytes_per_token'] == j['pcie_bytes_per_token'] > 0 and j['bounce_bytes'] == j['slot_bytes']")" = True ]
+check "short RAM: says so" grep -q -e "read from the file (O_DIRECT)" "$tmp/disk.err"
+fails_with "RAM below the bounce buffer" "--ram-budget: .* below the minimum" "$TT" "${P[@]}" --vram-budget "$min" --ram-budget $((need - 1))
+
+fails_with "bad size" "--vram-budget" "$TT" "${P[@]}" --vram-budget 8XB
+"$TT" -q run "$tmp/ts.thin" --device cpu --vram-budget 1GiB --prompt "" --temperature 0 --max-tokens 2 >/dev/null 2>"$tmp/cpu.err"
+check "cpu: --vram-budget does not apply" grep -q -e "warning: --vram-budget does not apply to the CPU backend" "$tmp/cpu.err"
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,185 @@
+// The fit planner's arithmetic against hand-computed numbers on a small synthetic model.
+#include "core/error.h"
+#include "core/progress.h"
+#include "runtime/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace tt;
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t(1) << 20;
+
+// 4 layers, hidden 256, 4 heads / 2 KV heads of 64, FFN 512, vocab 1000, bf16, context 64.
+// Blocks: embed 2 MiB, layers 1 MiB each, output 2 MiB (sizes chosen for easy sums).
+//
+// Fixed working set by hand:
+//   KV cache           2 * 4 layers * 64 positions * 128 kv_dim * 2 B          =    131,072
+//   prefill workspace  T = K = 64: px 65536 + ph 32768 + pqkv 131072 + pqb 32768
+//                      + scores 65536 + probs 32768 + att 32768 + tmp 131072
+//                      + gate/up 262144 + act 65536 + ids 256 + logits 4000   =    856,224
+//   activations        (256 + 2*256 + 2*128 + 512 + 512 + 1000) * 4
+//                      + 4 heads * 256 splits * 66 * 4 + 64                   =    282,592
+//   cuBLAS 64 MiB + slack 256 MiB                                             = 335,544,320
+//   total                                                                     = 336,814,208
+constexpr uint64_t k_fixed = 336814208;
+
+PlanInput small_input() {
+    PlanInput in;
+    ModelSpec& s = in.spec;
+    s.n_layers = 4;
+    s.hidden_dim = 256;
+    s.n_heads = 4;
+    s.n_kv_heads = 2;
+    s.head_dim = 64;
+    s.ffn_dim = 512;
+    s.vocab_size = 1000;
+    s.max_context = 64;
+    s.layer_attn.assign(4, AttnKind::full);
+    in.weight_elem = in.kv_elem = 2;
+    in.context = 64;
+    uint64_t off = 4096;
+    auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
+        in.blocks.push_back({name, layer, off, bytes, read});
+        off += bytes;
+    };
+    add("embed", -1, 2 * MiB, 512);  // decode reads one row of 256 bf16
+    for (int i = 0; i < 4; ++i) add("layer." + std::to_string(i), i, MiB, MiB);
+    add("output", -1, 2 * MiB, 2 * MiB);
+    in.device_total = 80ull << 30;
+    in.device_free = 79ull << 30;
+    in.ram_available = 64ull << 30;
+    in.bw.h2d_pinned_gbs = 0.5 * double(MiB) / 1e6;           // 0.5 MiB per ms
+    in.bw.device_gbs = double(MiB) / 1e6 / k_decode_efficiency;  // 1 MiB per ms after the efficiency
+    in.bw.gemm_tflops = 100;
+    return in;
+}
+
+}  // namespace
+
+TEST(Plan, FixedCostsByHand) {
+    const PlanInput in = small_input();
+    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 856224u);
+    EXPECT_EQ(decode_activation_bytes(in.spec), 282592u);
+}
+
+TEST(Plan, EverythingFits) {
+    PlanInput in = small_input();
+    const Plan p = make_plan(in);  // automatic budget: 79 GiB free minus 512 MiB
+    EXPECT_EQ(p.vram_budget, (79ull << 30) - k_vram_margin);
+    EXPECT_FALSE(p.streaming());
+    EXPECT_FALSE(p.embed_host_mapped);
+    EXPECT_EQ(p.n_resident_layers, 4);
+    EXPECT_EQ(p.vram_used, k_fixed + 8 * MiB);
+    EXPECT_EQ(p.pcie_bytes, 0u);
+    EXPECT_TRUE(p.warnings.empty());
+    // Decode reads 512 B + 4 MiB + 2 MiB at 1 MiB/ms, plus the launch cost of 4 layers.
+    EXPECT_NEAR(p.decode_compute_s, (512.0 / double(MiB) + 6) * 1e-3 + 4 * k_decode_layer_overhead_s, 1e-9);
+    EXPECT_NEAR(p.decode_tps, 1.0 / p.decode_compute_s, 1e-6);
+    EXPECT_NE(p.summary().find("all 4 layers resident"), std::string::npos) << p.summary();
+}
+
+TEST(Plan, StreamsTheLastLayersWithTheHeadResident) {
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    const Plan p = make_plan(in);
+    // Embedding to host memory; output (2) + layer 0 (1) + ring 2 x 1 MiB = 5 MiB. Streaming the head
+    // too would need a ring of 2 x 2 MiB and stream 5 MiB instead of 3.
+    EXPECT_TRUE(p.embed_host_mapped);
+    EXPECT_EQ(p.blocks[0].place, Placement::host_mapped);
+    EXPECT_EQ(p.n_resident_layers, 1);
+    EXPECT_EQ(p.blocks[1].place, Placement::vram);
+    for (int i = 2; i <= 4; ++i) {
+        EXPECT_EQ(p.blocks[size_t(i)].place, Placement::registered);
+        EXPECT_EQ(p.blocks[size_t(i)].stream_index, i - 2);
+    }
+    EXPECT_EQ(p.blocks[5].place, Placement::vram);
+    EXPECT_EQ(p.ring_slots, 2);
+    EXPECT_EQ(p.slot_bytes, MiB);
+    EXPECT_EQ(p.vram_used, k_fixed + 5 * MiB);
+    EXPECT_EQ(p.pcie_bytes, 3 * MiB);
+    EXPECT_EQ(p.ram_used, 5 * MiB);  // embedding 2 + streamed layers 3, registered
+    // Copies: 3 MiB at 0.5 MiB/ms = 6 ms, then layer 3 and the head (3 MiB at 1 MiB/ms, one layer's
+    // launch cost) run after the last copy: 9 ms + 33.6 us per token, above the kernels' ~6.1 ms.
+    EXPECT_NEAR(p.decode_copy_s, 6e-3, 1e-9);
+    EXPECT_NEAR(p.decode_tps, 1.0 / (9e-3 + k_decode_layer_overhead_s), 1e-6);
+    EXPECT_NEAR(p.pcie_bound_tps, 1.0 / 6e-3, 1e-6);
+    EXPECT_NE(p.summary().find("1 of 4 layers resident (embedding in host memory), 3 blocks streamed (3 from registered host memory)"),
+              std::string::npos)
+        << p.summary();
+}
+
+TEST(Plan, TooSmallBudgetNamesTheMinimum) {
+    PlanInput in = small_input();
+    // The smallest candidate: head resident (2 MiB), every layer streamed through 2 x 1 MiB.
+    in.vram_budget = k_fixed + 4 * MiB - 1;
+    try {
+        make_plan(in);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("--vram-budget"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("below the minimum working set of " + format_bytes(double(k_fixed + 4 * MiB))), std::string::npos) << msg;
+        EXPECT_NE(msg.find("ring 2 x 1.00 MiB"), std::string::npos) << msg;
+    }
+    in.vram_budget = k_fixed + 4 * MiB;
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.min_vram, k_fixed + 4 * MiB);
+    EXPECT_EQ(p.n_resident_layers, 0);
+    EXPECT_EQ(p.pcie_bytes, 4 * MiB);
+}
+
+TEST(Plan, BudgetAboveTheGpuIsClampedWithAWarning) {
+    PlanInput in = small_input();
+    in.vram_budget = 100ull << 30;
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.vram_budget, (79ull << 30) - k_vram_margin);
+    ASSERT_EQ(p.warnings.size(), 1u);
+    EXPECT_NE(p.warnings[0].find("more than the GPU's 80.00 GiB"), std::string::npos) << p.warnings[0];
+}
+
+TEST(Plan, ShortRamReadsTheRestFromDisk) {
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    in.ram_budget = 4 * MiB;  // embedding 2 + bounce buffer 1 + one registered layer 1
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.bounce_bytes, MiB);
+    EXPECT_EQ(p.blocks[2].place, Placement::registered);
+    EXPECT_EQ(p.blocks[3].place, Placement::disk);
+    EXPECT_EQ(p.blocks[4].place, Placement::disk);
+    EXPECT_EQ(p.disk_bytes, 2 * MiB);
+    EXPECT_EQ(p.ram_used, 4 * MiB);
+    in.ram_budget = 2 * MiB + MiB - 1;  // not even the bounce buffer beside the embedding
+    EXPECT_THROW(make_plan(in), Error);
+}
+
+TEST(Plan, NoRegistrationKeepsTheEmbeddingResidentAndBounces) {
+    PlanInput in = small_input();
+    in.can_register = false;
+    in.vram_budget = k_fixed + 7 * MiB;  // embed 2 + output 2 + layer 0 + ring 2 x 1
+    const Plan p = make_plan(in);
+    EXPECT_FALSE(p.embed_host_mapped);
+    EXPECT_EQ(p.blocks[0].place, Placement::vram);
+    EXPECT_EQ(p.n_resident_layers, 1);
+    for (int i = 2; i <= 4; ++i) EXPECT_EQ(p.blocks[size_t(i)].place, Placement::bounce);
+    EXPECT_EQ(p.host_copy_bytes, 3 * MiB);
+    EXPECT_EQ(p.bounce_bytes, MiB);
+}
+
+TEST(Plan, TiedEmbeddingIsTheHead) {
+    PlanInput in = small_input();
+    in.spec.tied_embeddings = true;
+    in.blocks[0].decode_read = 2 * MiB;  // the head reads it all
+    in.blocks[5].bytes = in.blocks[5].decode_read = 4096;  // output: the final norm only
+    // Everything but the blocks: embed 2 + 4 layers + norm block 4 KiB. Give 4 MiB + 4 KiB:
+    // head resident (2 MiB + 4 KiB) + ring 2 x 1 MiB with every layer streamed.
+    in.vram_budget = k_fixed + 4 * MiB + 4096;
+    const Plan p = make_plan(in);
+    EXPECT_FALSE(p.embed_host_mapped);
+    EXPECT_EQ(p.blocks[0].place, Placement::vram);
+    EXPECT_EQ(p.n_resident_layers, 0);
+    EXPECT_EQ(p.pcie_bytes, 4 * MiB);
+}
