@@ -23,7 +23,7 @@ for shape in "${shapes[@]}"; do
   /usr/bin/time -f "convert wall %e s, max RSS %M KiB" $TT convert "$ck" -o "$arc" 2>&1 | tail -2
   ls -l "$arc"
   echo "=== $shape: parity against transformers' bf16 logits"
-  devices="cuda"; [ "$shape" = qwen3-0.6b ] && devices="cuda cpu"
+  devices="cuda"
   for dev in $devices; do
     for key in logits_bf16 logits_f32; do
       $TT -q validate "$arc" --reference "$ck/reference.safetensors" --key $key --device $dev --min-cosine 0.99 --json > "$OUT/validate-$shape-$dev-$key.json"
@@ -47,11 +47,7 @@ pp = [r for r in b["results"] if r["test"] == "pp2048"]
 print(f"transformers: decode {h['hf_decode_tok_s']:.1f} tok/s (ThinTensor x{tg['tokens_per_s']/h['hf_decode_tok_s']:.1f}), prefill {h['hf_prefill_tok_s']:.0f} tok/s" +
       (f" (ThinTensor x{pp[0]['tokens_per_s']/h['hf_prefill_tok_s']:.2f})" if pp else ""))
 PY
-  # A/B of the GEMV unroll (16-byte loads in flight per lane and row), decode only.
-  for u in 4 8; do
-    TT_GEMV_UNROLL=$u $TT -q bench "$arc" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >"$work/ab.json" 2>/dev/null
-    echo "TT_GEMV_UNROLL=$u tg128: $(python3 bench/tg_summary.py "$work/ab.json")"
-  done
-  rm -rf "$ck" "$arc"  # keep the disk for the next shape
+  # KEEP_MODELS=1 leaves them for a chained call (bench/streaming_bench.sh, bench/validate_hf.sh).
+  [ -n "${KEEP_MODELS:-}" ] || rm -rf "$ck" "$arc"  # keep the disk for the next shape
 done
 } 2>&1 | tee "$log"

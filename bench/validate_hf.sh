@@ -9,15 +9,16 @@
 # Binaries, the helper and data come from .carry/ (tests/gpu/stage.sh, run here first). Writes
 # $OUT/validation.md (one table), $OUT/json/*.json (the reports), $OUT/tables/*.txt (the printed
 # tables). Exit status: non-zero when any validation failed or could not run.
-# usage: bench/validate_hf.sh [--with-8b] [--qwen3-dir DIR] [--llama8b-dir DIR]
+# usage: bench/validate_hf.sh [--with-8b] [--skip-fixtures] [--qwen3-dir DIR] [--llama8b-dir DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/validate-out}"; mkdir -p "$OUT/json" "$OUT/tables"
 C=.carry; TT=$C/bin/thintensor; S=$C/shared
-with_8b=0; qwen3_dir=""; llama8b_dir=""
+with_8b=0; qwen3_dir=""; llama8b_dir=""; fixtures=1
 while [ $# -gt 0 ]; do
   case $1 in
     --with-8b) with_8b=1 ;;
+    --skip-fixtures) fixtures=0 ;;
     --qwen3-dir) qwen3_dir=$2; shift ;;
     --llama8b-dir) llama8b_dir=$2; with_8b=1; shift ;;
     *) echo "unknown argument $1"; exit 2 ;;
@@ -43,6 +44,7 @@ v() {  # v TAG MODEL HF_DIR SUITE PROFILE [more flags]
   cat "$work/err" >>"$OUT/validate.log"
 }
 
+if [ "$fixtures" = 1 ]; then
 for m in llama mistral qwen2 qwen3 phi3 gemma3_text; do
   src=$S/fixtures/hf-tiny/$m
   $TT -q convert "$src" -o "$work/$m.f32.thin" --dtype f32
@@ -55,19 +57,22 @@ done
 ts=$S/models/tinystories-656k
 $TT -q convert "$ts" -o "$work/ts.f32.thin" --dtype f32
 for p in safe balanced; do v "tinystories-656k.f32" "$work/ts.f32.thin" "$ts" full $p; done
+fi
 
 # Random-weight real shapes: the checkpoint is made here unless given (Qwen3-0.6B: seconds).
 if [ -z "$qwen3_dir" ]; then
   qwen3_dir=$work/qwen3-0.6b
   python3 bench/hf_random_model.py qwen3-0.6b "$qwen3_dir" "$OUT/qwen3-0.6b.make.json" --no-speed >/dev/null || failed=$((failed+1))
 fi
-for p in safe balanced; do v "qwen3-0.6b-random.bf16" "$qwen3_dir" "$qwen3_dir" quick $p; done
+# An archive converted beside the checkpoint (DIR.thin, e.g. left by bench/h200_bench.sh) is used as is.
+arc_for() { if [ -f "$1.thin" ]; then echo "$1.thin"; else echo "$1"; fi; }
+for p in safe balanced; do v "qwen3-0.6b-random.bf16" "$(arc_for "$qwen3_dir")" "$qwen3_dir" quick $p; done
 if [ "$with_8b" = 1 ]; then
   if [ -z "$llama8b_dir" ]; then
     llama8b_dir=$work/llama3-8b
     python3 bench/hf_random_model.py llama3-8b "$llama8b_dir" "$OUT/llama3-8b.make.json" --no-speed >/dev/null || failed=$((failed+1))
   fi
-  for p in safe balanced; do v "llama3-8b-random.bf16" "$llama8b_dir" "$llama8b_dir" quick $p; done
+  for p in safe balanced; do v "llama3-8b-random.bf16" "$(arc_for "$llama8b_dir")" "$llama8b_dir" quick $p; done
 fi
 
 python3 - "$OUT" <<'PY' | tee "$OUT/validation.md"
