@@ -143,6 +143,20 @@ class TransformersEngine:
                     last = r.logits[0, -1].float()
                 out.append({"logits": logits.cpu().numpy(), "greedy_ids": greedy, "greedy_margins": margins})
                 del r, past
+            if req["dtype"] == "bfloat16" and req.get("f32_baseline", False):
+                # The same bf16 weights computed in float32: the yardstick for how far transformers'
+                # own bf16 run strays (docs/VALIDATION.md, "bf16 references").
+                try:
+                    model = model.float()
+                    for o, p in zip(out, req["prompts"]):
+                        ids = torch.tensor([p["input_ids"]], dtype=torch.long, device=device)
+                        r = model(ids, use_cache=False, logits_to_keep=int(p["logits_positions"]))
+                        o["baseline_f32"] = r.logits[0].float().cpu().numpy()
+                        del r
+                except torch.OutOfMemoryError:
+                    log("no float32 baseline: the model does not fit in float32 on this device")
+                    for o in out:
+                        o.pop("baseline_f32", None)
         return out
 
     def generate(self, req):
@@ -225,6 +239,8 @@ def run_reference(engine, req):
         tensors[f"p{i}.{key}"] = logits
         tensors[f"p{i}.greedy_ids"] = np.asarray(r["greedy_ids"], dtype=np.int64)
         tensors[f"p{i}.greedy_margins"] = np.asarray(r["greedy_margins"], dtype=np.float32)
+        if "baseline_f32" in r and key == "logits_bf16":
+            tensors[f"p{i}.logits_f32"] = np.asarray(r["baseline_f32"], dtype=np.float32)
     meta = {"prompts": json.dumps([p["name"] for p in req["prompts"]]), "dtype": req["dtype"],
             "device": req.get("device", "cpu"), "engine": json.dumps(engine.versions())}
     write_safetensors(req["output"], tensors, meta)

@@ -20,6 +20,10 @@ ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bo
     return t;
 }
 
+NoiseFloorCheck within_reference_noise(double ours_min_cos, double ours_mean_kl, double bf16_min_cos, double bf16_mean_kl) {
+    return {ours_min_cos >= bf16_min_cos, ours_mean_kl <= bf16_mean_kl};
+}
+
 GreedyCheck check_greedy(std::span<const int32_t> ours, std::span<const int32_t> ref, std::span<const float> ref_margins,
                          double tie_tolerance) {
     TT_ASSERT(ref_margins.size() == ref.size());

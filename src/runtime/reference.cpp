@@ -63,6 +63,13 @@ std::vector<ReferencePrompt> load_reference_set(const std::string& path, int n_p
                  shape_str(m.shape));
         r.greedy_margins.resize(r.greedy_ids.size());
         std::memcpy(r.greedy_margins.data(), m.data, m.nbytes);
+        if (const TensorView* b = key != "logits_f32" ? f.find(pre + "logits_f32") : nullptr) {
+            if (b->dtype != DType::f32 || b->shape != l->shape)
+                fail("{}: '{}logits_f32' must be float32 {} like '{}{}', is {} {}", path, pre, shape_str(l->shape), pre, key,
+                     dtype_name(b->dtype), shape_str(b->shape));
+            r.baseline_f32.resize(size_t(b->numel()));
+            std::memcpy(r.baseline_f32.data(), b->data, b->nbytes);
+        }
     }
     return out;
 }

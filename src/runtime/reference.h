@@ -26,6 +26,9 @@ struct ReferencePrompt {
     int vocab = 0;
     std::vector<int32_t> greedy_ids;        // greedy continuation of the whole prompt
     std::vector<float> greedy_margins;      // [greedy_ids.size()]
+    // With a bf16 reference, when the file also holds it: the same weights computed in float32
+    // (same positions as `logits`). Empty otherwise.
+    std::vector<float> baseline_f32;
 };
 
 // Reads prompts p0 .. p{n_prompts-1} with logits tensor `logits_key` (logits_f32 / logits_bf16).

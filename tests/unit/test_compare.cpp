@@ -1,8 +1,11 @@
 // The comparison metrics of `validate` (src/runtime/compare.h) on hand-made logits whose cosine,
 // |delta|, KL and top-k agreement are worked out by hand; the pass rules of `validate --hf-model`
 // (src/runtime/parity.h): default bounds and the greedy near-tie rule.
+#include "core/error.h"
 #include "runtime/compare.h"
 #include "runtime/parity.h"
+#include "runtime/reference.h"
+#include "test_convert_util.h"
 
 #include <gtest/gtest.h>
 
@@ -133,4 +136,51 @@ TEST(CheckGreedy, ShorterContinuationFails) {
     const std::vector<int32_t> ref = {5, 6, 7}, ours = {5, 6};
     const std::vector<float> margins = {1.0f, 1.0f, 0.0f};
     EXPECT_FALSE(check_greedy(ours, ref, margins, 0.01).pass);
+}
+
+TEST(ReferenceNoise, PassesOnlyWhenNoFartherThanTransformersBf16) {
+    // ThinTensor closer to the float32 logits than transformers' bf16 run: both measures pass.
+    auto n = within_reference_noise(0.9990, 1e-3, 0.9960, 4e-3);
+    EXPECT_TRUE(n.cosine_ok);
+    EXPECT_TRUE(n.kl_ok);
+    // Farther on cosine, closer on KL: only KL passes.
+    n = within_reference_noise(0.9950, 1e-3, 0.9960, 4e-3);
+    EXPECT_FALSE(n.cosine_ok);
+    EXPECT_TRUE(n.kl_ok);
+    // Farther on both.
+    n = within_reference_noise(0.9950, 5e-3, 0.9960, 4e-3);
+    EXPECT_FALSE(n.cosine_ok);
+    EXPECT_FALSE(n.kl_ok);
+}
+
+// A bf16 reference set that also carries the float32 logits of the same weights: the loader
+// returns them beside the bf16 ones; a misshapen baseline is an error naming the tensor.
+TEST(ReferenceNoise, LoaderReadsTheFloat32Baseline) {
+    using namespace tt::test;
+    TempDir dir;
+    auto f32 = [](std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
+    auto i64 = [](std::vector<int64_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8); };
+    std::vector<StTensor> ts = {{"p0.input_ids", DType::i64, {3}, i64({1, 2, 3})},
+                                {"p0.logits_bf16", DType::f32, {2, 2}, f32({1, 2, 3, 4})},
+                                {"p0.logits_f32", DType::f32, {2, 2}, f32({1.5f, 2, 3, 4.5f})},
+                                {"p0.greedy_ids", DType::i64, {1}, i64({1})},
+                                {"p0.greedy_margins", DType::f32, {1}, f32({0.5f})}};
+    write_safetensors(dir / "ref.safetensors", ts);
+    auto refs = load_reference_set((dir / "ref.safetensors").string(), 1, "logits_bf16");
+    ASSERT_EQ(refs.size(), 1u);
+    EXPECT_EQ(refs[0].logits_offset, 1);
+    EXPECT_EQ(refs[0].baseline_f32, (std::vector<float>{1.5f, 2, 3, 4.5f}));
+    // An f32 reference has no separate baseline.
+    ts[1].name = "p0.logits_x";
+    write_safetensors(dir / "f32.safetensors", ts);
+    EXPECT_TRUE(load_reference_set((dir / "f32.safetensors").string(), 1, "logits_f32")[0].baseline_f32.empty());
+    ts[1].name = "p0.logits_bf16";
+    ts[2].shape = {1, 4};
+    write_safetensors(dir / "bad.safetensors", ts);
+    try {
+        load_reference_set((dir / "bad.safetensors").string(), 1, "logits_bf16");
+        FAIL() << "a misshapen baseline was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("p0.logits_f32"), std::string::npos) << e.what();
+    }
 }

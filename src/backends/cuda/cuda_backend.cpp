@@ -503,8 +503,10 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
         const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
-        if (il + 1 < s.n_layers) ws_->need(ws_->layer_block(il + 1));  // next_norm lives in the next block
-        else ws_->need_head();
+        // next_norm lives in the next block, or in the output block after the last layer. Not the
+        // whole head yet: a tied head is one more streamed block, and with a ring of two slots it
+        // is only enqueued once this layer's slot is released below.
+        ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
         residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.ffn_post_norm : nullptr, next_norm, wdt_,
                          s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
         ws_->done(ws_->layer_block(il));
@@ -514,6 +516,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     const size_t need = size_t(n_out) * s.vocab_size * 4;
     if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
+    ws_->need_head();
     gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>(),
          s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);

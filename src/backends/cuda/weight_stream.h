@@ -60,6 +60,7 @@ public:
     bool streaming() const { return !streamed_.empty(); }
     // Block index of layer il / of the head blocks, for need() and done().
     int layer_block(int il) const { return layer_block_[size_t(il)]; }
+    int output_block() const { return output_block_; }  // the final norm (and an untied head)
     void begin_pass();
     void need(int block);
     void done(int block);
