@@ -381,8 +381,8 @@ Plan make_plan(const PlanInput& in) {
 
 std::string Plan::summary() const {
     if (!streaming() && !embed_host_mapped)
-        return fmt::format("plan: all {} layers resident in VRAM ({} of {}), predicted {:.1f} tok/s decode", n_layers,
-                           format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps);
+        return fmt::format("plan: all {} layers resident in VRAM ({} of {}), predicted {:.1f} tok/s decode{}", n_layers,
+                           format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps, assumed_note());
     std::string from;
     int n_reg = 0, n_bounce = 0, n_disk = 0;
     for (const auto& b : blocks) {
@@ -396,10 +396,15 @@ std::string Plan::summary() const {
     if (n_disk) srcs.push_back(fmt::format("{} from disk", n_disk));
     for (size_t i = 0; i < srcs.size(); ++i) from += (i ? ", " : "") + srcs[i];
     return fmt::format("plan: {} of {} layers resident{}, {} blocks streamed ({}), {}/token over PCIe, VRAM {} of {}, "
-                       "predicted {:.1f} tok/s decode (PCIe bound {:.1f})",
+                       "predicted {:.1f} tok/s decode (PCIe bound {:.1f}){}",
                        n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
                        stream_order.size(), from.empty() ? "none" : from, gb(double(pcie_bytes)), format_bytes(double(vram_used)),
-                       format_bytes(double(vram_budget)), decode_tps, pcie_bound_tps);
+                       format_bytes(double(vram_budget)), decode_tps, pcie_bound_tps, assumed_note());
+}
+
+std::string Plan::assumed_note() const {
+    // A prediction from guessed bandwidths says so, rather than passing for a measured one.
+    return bw.source.rfind("assumed", 0) == 0 ? " from assumed bandwidths (`thintensor doctor` measures them)" : "";
 }
 
 std::string Plan::table() const {

@@ -73,13 +73,13 @@ inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator
 inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
 inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
 inline constexpr int k_prefill_chunk = 2048;                        // prompts are run in chunks of this many tokens
-// Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16): the Llama-3-8B shape
-// reads 14.99 GB/token at 177.4 tok/s against a 4204 GB/s device copy, the Qwen3-0.6B shape
-// 1.20 GB/token at 763.5 tok/s against 4160 GB/s. Kernel time per token = bytes / (copy bandwidth
-// x efficiency) + layers x per-layer launch cost fits both with 0.78 and 33.6 us. Prefill of 2,048
-// tokens runs the GEMMs at 56% of the measured bf16 peak.
-inline constexpr double k_decode_efficiency = 0.78;
-inline constexpr double k_decode_layer_overhead_s = 33.6e-6;
+// Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16, 2026-11-29 second run):
+// the Llama-3-8B shape reads 15.02 GB/token at 198.6 tok/s against a 4216 GB/s device copy, the
+// Qwen3-0.6B shape 1.20 GB/token at 871.1 tok/s against 4178 GB/s. Kernel time per token =
+// bytes / (copy bandwidth x efficiency) + layers x per-layer cost fits both with 0.869 and 29.2 us.
+// Prefill of 2,048 tokens runs the GEMMs at 56% of the measured bf16 peak.
+inline constexpr double k_decode_efficiency = 0.869;
+inline constexpr double k_decode_layer_overhead_s = 29.2e-6;
 inline constexpr double k_prefill_efficiency = 0.55;
 
 struct MemLine {
@@ -132,6 +132,7 @@ struct Plan {
     // "plan: 20 of 32 layers resident, 12 streamed from registered host memory, 5.2 GB/token over
     // PCIe, predicted 9.8 tok/s"
     std::string summary() const;
+    std::string assumed_note() const;  // " from assumed bandwidths (...)" when bw.source says so, else ""
     std::string table() const;  // the full report of `thintensor plan`
     nlohmann::json to_json() const;
 };
