@@ -9,16 +9,17 @@
 # Binaries, the helper and data come from .carry/ (tests/gpu/stage.sh, run here first). Writes
 # $OUT/validation.md (one table), $OUT/json/*.json (the reports), $OUT/tables/*.txt (the printed
 # tables). Exit status: non-zero when any validation failed or could not run.
-# usage: bench/validate_hf.sh [--with-8b] [--skip-fixtures] [--qwen3-dir DIR] [--llama8b-dir DIR]
+# usage: bench/validate_hf.sh [--with-8b] [--skip-fixtures] [--skip-shapes] [--qwen3-dir DIR] [--llama8b-dir DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/validate-out}"; mkdir -p "$OUT/json" "$OUT/tables"
 C=.carry; TT=$C/bin/thintensor; S=$C/shared
-with_8b=0; qwen3_dir=""; llama8b_dir=""; fixtures=1
+with_8b=0; qwen3_dir=""; llama8b_dir=""; fixtures=1; shapes=1
 while [ $# -gt 0 ]; do
   case $1 in
     --with-8b) with_8b=1 ;;
     --skip-fixtures) fixtures=0 ;;
+    --skip-shapes) shapes=0 ;;
     --qwen3-dir) qwen3_dir=$2; shift ;;
     --llama8b-dir) llama8b_dir=$2; with_8b=1; shift ;;
     *) echo "unknown argument $1"; exit 2 ;;
@@ -59,6 +60,7 @@ $TT -q convert "$ts" -o "$work/ts.f32.thin" --dtype f32
 for p in safe balanced; do v "tinystories-656k.f32" "$work/ts.f32.thin" "$ts" full $p; done
 fi
 
+if [ "$shapes" = 1 ]; then
 # Random-weight real shapes: the checkpoint is made here unless given (Qwen3-0.6B: seconds).
 if [ -z "$qwen3_dir" ]; then
   qwen3_dir=$work/qwen3-0.6b
@@ -73,6 +75,7 @@ if [ "$with_8b" = 1 ]; then
     python3 bench/hf_random_model.py llama3-8b "$llama8b_dir" "$OUT/llama3-8b.make.json" --no-speed >/dev/null || failed=$((failed+1))
   fi
   for p in safe balanced; do v "llama3-8b-random.bf16" "$(arc_for "$llama8b_dir")" "$llama8b_dir" quick $p; done
+fi
 fi
 
 python3 - "$OUT" <<'PY' | tee "$OUT/validation.md"
