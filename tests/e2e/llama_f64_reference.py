@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An independent float64 NumPy forward pass of a Llama-architecture HF checkpoint (no torch):
+"""An independent float64 NumPy forward pass of a Llama-architecture HF checkpoint (and of Mixtral,
+Llama with a top-k mixture of experts, for tests/e2e/mock_hf_helper.py), no torch:
 writes a reference file in the format of ../shared's (input_ids, logits_f32, greedy_ids) for the
 given token ids, so `thintensor validate` can be checked against exact arithmetic. Used for
 stories260K, whose bos_greedy_ids (computed by transformers) part from the exact greedy path at a
@@ -41,17 +42,20 @@ def save(path, tensors):
 
 
 def forward(cfg, W, ids):
+    """float64 logits [T, V] for a Llama or Mixtral checkpoint."""
     T, H = len(ids), cfg["hidden_size"]
     NH, NKV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     HD = cfg.get("head_dim") or H // NH
     theta = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta", 10000.0)
     eps = cfg["rms_norm_eps"]
-    x = W["model.embed_tokens.weight"][ids].astype(np.float64)
+    embed = W["model.embed_tokens.weight"] if "model.embed_tokens.weight" in W else W["lm_head.weight"]  # tied, stored once
+    x = embed[ids].astype(np.float64)
     inv = 1.0 / (theta ** (np.arange(0, HD, 2) / HD))
     ang = np.arange(T)[:, None] * inv[None, :]
     cos, sin = np.cos(np.concatenate([ang, ang], 1)), np.sin(np.concatenate([ang, ang], 1))
     rms = lambda v, w: v / np.sqrt((v * v).mean(-1, keepdims=True) + eps) * w
     rot = lambda q: np.concatenate([-q[..., HD // 2:], q[..., :HD // 2]], -1)
+    silu = lambda g: g / (1 + np.exp(-g))
     mask = np.triu(np.full((T, T), -np.inf), 1)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
@@ -69,10 +73,23 @@ def forward(cfg, W, ids):
             out[:, hh] = (s / s.sum(1, keepdims=True)) @ v[:, g]
         x = x + out.reshape(T, NH * HD) @ W[p + "self_attn.o_proj.weight"].T
         h = rms(x, W[p + "post_attention_layernorm.weight"])
-        gt, up = h @ W[p + "mlp.gate_proj.weight"].T, h @ W[p + "mlp.up_proj.weight"].T
-        x = x + ((gt / (1 + np.exp(-gt))) * up) @ W[p + "mlp.down_proj.weight"].T
+        if p + "mlp.gate_proj.weight" in W:
+            x = x + (silu(h @ W[p + "mlp.gate_proj.weight"].T) * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        else:  # Mixtral: softmax router, top-k experts, weights renormalised over the chosen ones
+            e = p + "block_sparse_moe."
+            r = h @ W[e + "gate.weight"].T
+            r = np.exp(r - r.max(1, keepdims=True))
+            r /= r.sum(1, keepdims=True)
+            y = np.zeros_like(h)
+            for t in range(T):
+                top = np.argsort(-r[t])[:cfg["num_experts_per_tok"]]
+                wts = r[t, top] / r[t, top].sum()
+                for wt, ex in zip(wts, top):
+                    f = f"{e}experts.{ex}."
+                    y[t] += wt * ((silu(h[t] @ W[f + "w1.weight"].T) * (h[t] @ W[f + "w3.weight"].T)) @ W[f + "w2.weight"].T)
+            x = x + y
     x = rms(x, W["model.norm.weight"])
-    head = W.get("lm_head.weight", W["model.embed_tokens.weight"])
+    head = W.get("lm_head.weight", embed)
     return x @ head.T
 
 

@@ -16,59 +16,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "tools"))
 sys.path.insert(0, here)
 import thintensor_hf as hf  # noqa: E402
-from llama_f64_reference import load  # noqa: E402
-
-
-def forward(cfg, W, ids):
-    """float64 logits [T, V] for a Llama or Mixtral checkpoint."""
-    T, H = len(ids), cfg["hidden_size"]
-    NH, NKV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    HD = cfg.get("head_dim") or H // NH
-    theta = (cfg.get("rope_parameters") or {}).get("rope_theta") or cfg.get("rope_theta", 10000.0)
-    eps = cfg["rms_norm_eps"]
-    embed = W["model.embed_tokens.weight"] if "model.embed_tokens.weight" in W else W["lm_head.weight"]  # tied, stored once
-    x = embed[ids].astype(np.float64)
-    inv = 1.0 / (theta ** (np.arange(0, HD, 2) / HD))
-    ang = np.arange(T)[:, None] * inv[None, :]
-    cos, sin = np.cos(np.concatenate([ang, ang], 1)), np.sin(np.concatenate([ang, ang], 1))
-    rms = lambda v, w: v / np.sqrt((v * v).mean(-1, keepdims=True) + eps) * w
-    rot = lambda q: np.concatenate([-q[..., HD // 2:], q[..., :HD // 2]], -1)
-    silu = lambda g: g / (1 + np.exp(-g))
-    mask = np.triu(np.full((T, T), -np.inf), 1)
-    for l in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{l}."
-        h = rms(x, W[p + "input_layernorm.weight"])
-        q = (h @ W[p + "self_attn.q_proj.weight"].T).reshape(T, NH, HD)
-        k = (h @ W[p + "self_attn.k_proj.weight"].T).reshape(T, NKV, HD)
-        v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(T, NKV, HD)
-        q = q * cos[:, None] + rot(q) * sin[:, None]
-        k = k * cos[:, None] + rot(k) * sin[:, None]
-        out = np.zeros((T, NH, HD))
-        for hh in range(NH):
-            g = hh // (NH // NKV)
-            s = q[:, hh] @ k[:, g].T / np.sqrt(HD) + mask
-            s = np.exp(s - s.max(1, keepdims=True))
-            out[:, hh] = (s / s.sum(1, keepdims=True)) @ v[:, g]
-        x = x + out.reshape(T, NH * HD) @ W[p + "self_attn.o_proj.weight"].T
-        h = rms(x, W[p + "post_attention_layernorm.weight"])
-        if p + "mlp.gate_proj.weight" in W:
-            x = x + (silu(h @ W[p + "mlp.gate_proj.weight"].T) * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
-        else:  # Mixtral: softmax router, top-k experts, weights renormalised over the chosen ones
-            e = p + "block_sparse_moe."
-            r = h @ W[e + "gate.weight"].T
-            r = np.exp(r - r.max(1, keepdims=True))
-            r /= r.sum(1, keepdims=True)
-            y = np.zeros_like(h)
-            for t in range(T):
-                top = np.argsort(-r[t])[:cfg["num_experts_per_tok"]]
-                wts = r[t, top] / r[t, top].sum()
-                for wt, ex in zip(wts, top):
-                    f = f"{e}experts.{ex}."
-                    y[t] += wt * ((silu(h[t] @ W[f + "w1.weight"].T) * (h[t] @ W[f + "w3.weight"].T)) @ W[f + "w2.weight"].T)
-            x = x + y
-    x = rms(x, W["model.norm.weight"])
-    head = W.get("lm_head.weight", embed)
-    return x @ head.T
+from llama_f64_reference import forward, load  # noqa: E402
 
 
 class NumpyEngine:
