@@ -6,15 +6,7 @@
 # too small to register the streamed blocks reads them from disk and says so. The CPU backend
 # warns that --vram-budget does not apply.
 set -uo pipefail
-S="$TT_SHARED_DIR"; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-export THINTENSOR_HOME="$tmp/home"
-pass=0; failed=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what"; fi; }
-fails_with() {  # fails_with "what" "message regex" command...
-  local what=$1 re=$2; shift 2
-  if "$@" >"$tmp/o" 2>"$tmp/e"; then failed=$((failed+1)); echo "FAIL: $what exited 0"; return; fi
-  if grep -Eq -e "$re" "$tmp/e"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what: message"; cat "$tmp/e"; fi
-}
+source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['plan']; print($2)" "$1"; }
 TT="$THINTENSOR"
 "$TT" -q convert "$S/fixtures/hf-tiny/llama" -o "$tmp/ts.thin" --dtype f32  # untied: the embedding can leave VRAM
@@ -52,5 +44,4 @@ fails_with "bad size" "--vram-budget" "$TT" "${P[@]}" --vram-budget 8XB
 "$TT" -q run "$tmp/ts.thin" --device cpu --vram-budget 1GiB --prompt "" --temperature 0 --max-tokens 2 >/dev/null 2>"$tmp/cpu.err"
 check "cpu: --vram-budget does not apply" grep -q -e "warning: --vram-budget does not apply to the CPU backend" "$tmp/cpu.err"
 
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

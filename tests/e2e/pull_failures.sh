@@ -7,25 +7,13 @@
 set -uo pipefail
 MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"; }
-trap cleanup EXIT
+source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
 unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE THINTENSOR_HOME
 export HF_HOME="$WORK/hf"
 n_pass=0 n_fail=0
 check() {
     local what=$1; shift
     if "$@"; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); echo "FAIL: $what"; sed 's/^/  stderr: /' "$WORK/err" | tail -5; fi
-}
-jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
-start_hub() {  # start_hub NAME [mock_hub.py args]: sets EP, LOG
-    local state="$WORK/$1"; shift
-    mkdir -p "$state"
-    python3 "$TT_SOURCE_DIR/tests/e2e/mock_hub.py" --root "$MODEL" --state "$state" --lifetime 300 "$@" &
-    PIDS+=($!)
-    for _ in $(seq 100); do [ -f "$state/ports.json" ] && break; sleep 0.1; done
-    [ -f "$state/ports.json" ] || { echo "mock hub did not start"; exit 1; }
-    EP=$(jget "$state/ports.json" endpoint); LOG="$state/requests.log"
 }
 # expect_fail "what" "stderr pattern" pull-args...: exit 1 and one error line matching the pattern.
 expect_fail() {

@@ -5,20 +5,14 @@
 set -uo pipefail
 MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 WORK=$(mktemp -d)
-HUB_PID=""
-cleanup() { [ -n "$HUB_PID" ] && kill "$HUB_PID" 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
+source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
 unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE
 export HF_HOME="$WORK/hf" THINTENSOR_HOME="$WORK/home"
 n_pass=0 n_fail=0
 check() { local what=$1; shift; if "$@"; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); echo "FAIL: $what"; fi; }
 
-mkdir -p "$WORK/state"
-python3 "$TT_SOURCE_DIR/tests/e2e/mock_hub.py" --root "$MODEL" --state "$WORK/state" --lifetime 300 &
-HUB_PID=$!
-for _ in $(seq 100); do [ -f "$WORK/state/ports.json" ] && break; sleep 0.1; done
-[ -f "$WORK/state/ports.json" ] || { echo "mock hub did not start"; exit 1; }
-export HF_ENDPOINT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["endpoint"])' "$WORK/state/ports.json")
+start_hub state
+export HF_ENDPOINT=$EP
 
 args=(--prompt "Once upon a time" --temperature 0 --max-tokens 40 --device cpu)
 "$THINTENSOR" run "$MODEL" "${args[@]}" >"$WORK/local.txt" 2>"$WORK/local.err"

@@ -3,15 +3,7 @@
 # story and stops on EOS; stories260K with its llama2.c tokenizer prints llama2.c's documented
 # sample; seeds reproduce; bad requests fail with a clear message and a non-zero exit.
 set -uo pipefail
-S="$TT_SHARED_DIR"; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-export THINTENSOR_HOME="$tmp/home"
-pass=0; failed=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what"; fi; }
-fails_with() {  # fails_with "what" "message regex" command...
-  local what=$1 re=$2; shift 2
-  if "$@" >"$tmp/o" 2>"$tmp/e"; then failed=$((failed+1)); echo "FAIL: $what exited 0"; return; fi
-  if grep -Eq "$re" "$tmp/e"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what: message"; cat "$tmp/e"; fi
-}
+source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
 ts="$S/models/tinystories-656k"
 "$THINTENSOR" -q convert "$ts" -o "$tmp/ts.thin"
 "$THINTENSOR" run "$tmp/ts.thin" --prompt "" --temperature 0 --max-tokens 400 --device cpu >"$tmp/story.txt" 2>"$tmp/story.err"
@@ -52,5 +44,4 @@ fails_with "unsupported architecture" "unsupported architecture 'MixtralForCausa
   "$THINTENSOR" run "$S/fixtures/hf-tiny/mixtral" --prompt "1 2 3" --device cpu --no-fallback
 fails_with "not a model" "not a .thin archive" "$THINTENSOR" run "$ts/config.json" --prompt hi --device cpu
 fails_with "missing model" "no such model file or directory" "$THINTENSOR" run "$tmp/nope.thin" --prompt hi
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

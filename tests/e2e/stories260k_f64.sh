@@ -5,11 +5,10 @@
 # ThinTensor and torch) settles it: ThinTensor must match it over all 186 positions to f32
 # rounding, pick the same token there, and reproduce bos_greedy_ids up to that point.
 set -uo pipefail
-S="$TT_SHARED_DIR/models/stories260K"; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
+S="$TT_SHARED_DIR/models/stories260K"
 PY=/usr/bin/python3
 $PY -c 'import numpy' 2>/dev/null || { echo "python3-numpy (Debian) is required: apt-get install python3-numpy"; exit 1; }
-pass=0; failed=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what"; fi; }
 $PY "$TT_SOURCE_DIR/tests/e2e/llama_f64_reference.py" "$S/hf" "$S/hf/bos_greedy.safetensors" bos_greedy_ids 186 "$tmp/f64.safetensors" >"$tmp/f64.json"
 "$THINTENSOR" -q convert "$S/hf" -o "$tmp/s260.thin" --dtype f32 --tokenizer "$S/tok512.bin"
 check "logits match float64 over 186 positions" "$THINTENSOR" -q validate "$tmp/s260.thin" --reference "$tmp/f64.safetensors" \
@@ -34,5 +33,4 @@ out = subprocess.run([sys.argv[5], "-q", "tokenize", sys.argv[1], "--text", text
 got = json.loads(out.stdout)["ids"]
 sys.exit(0 if got == want else 1)
 PY
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

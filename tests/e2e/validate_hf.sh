@@ -6,19 +6,11 @@
 # table, JSON, report file and exit status. A checkpoint with one norm weight scaled fails, naming
 # the prompt and position. The GPU run against real transformers is bench/validate_hf.sh.
 set -uo pipefail
-S="$TT_SHARED_DIR"; F="$S/fixtures/hf-tiny"; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-export THINTENSOR_HOME="$tmp/home"
+source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
+F="$S/fixtures/hf-tiny"
 PY=/usr/bin/python3
 $PY -c 'import numpy' 2>/dev/null || { echo "python3-numpy (Debian) is required: apt-get install python3-numpy"; exit 1; }
 MOCK="$TT_SOURCE_DIR/tests/e2e/mock_hf_helper.py"
-pass=0; failed=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what"; fi; }
-fails_with() {  # fails_with "what" "message regex" command...
-  local what=$1 re=$2; shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"; local rc=$?
-  if [ $rc -eq 0 ]; then failed=$((failed+1)); echo "FAIL: $what exited 0"; return; fi
-  if grep -Eq -- "$re" "$tmp/e"; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAIL: $what: message"; cat "$tmp/e"; fi
-}
 no_cached_reference() { [ -z "$(find "$THINTENSOR_HOME" -path '*references*' -type f 2>/dev/null)" ]; }
 json_check() {  # json_check "what" FILE 'python expression on j'
   check "$1" $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($3) else 1)" "$2"
@@ -107,5 +99,4 @@ fi
 check "the helper generated once (Mixtral), referenced three times (llama full, quick; TinyStories)" \
   [ "$(grep -c '^generate' "$tmp/helper.log")" -eq 1 -a "$(grep -c '^reference' "$tmp/helper.log")" -eq 3 ]
 
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
