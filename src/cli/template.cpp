@@ -17,15 +17,6 @@ struct Opts {
     std::vector<std::string> vars;
 };
 
-// --var key=value: the value is JSON when it parses (true, 3, {"a":1}, "quoted"), else a string.
-void add_var(nlohmann::ordered_json& extra, const std::string& kv) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) tt::fail("--var {}: expected key=value", kv);
-    std::string key = kv.substr(0, eq), text = kv.substr(eq + 1);
-    auto parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-    extra[key] = parsed.is_discarded() ? nlohmann::ordered_json(text) : parsed;
-}
-
 int run(const Opts& o) {
     tt::ChatTemplate tmpl = tt::ChatTemplate::load(o.source);
     nlohmann::ordered_json doc;
@@ -50,7 +41,7 @@ int run(const Opts& o) {
     for (size_t i = 0; i < messages.size(); ++i)
         if (!messages[i].is_object() || !messages[i].contains("role"))
             tt::fail("--messages {}: message {} has no \"role\"", o.messages_path, i);
-    for (const auto& kv : o.vars) add_var(extra, kv);
+    for (const auto& kv : o.vars) tt::add_template_var(extra, kv);
     std::string prompt = tmpl.render(messages, o.add_generation_prompt, extra);
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);

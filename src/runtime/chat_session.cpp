@@ -70,14 +70,6 @@ ChatTemplate chat_template_for(const Archive& archive, const std::string& archiv
     return ChatTemplate::load(archive_path);
 }
 
-void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value) {
-    const size_t eq = key_value.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--var {}: expected key=value", key_value);
-    const std::string value = key_value.substr(eq + 1);
-    auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
-    vars[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : std::move(parsed);
-}
-
 ChatSession::ChatSession(Backend& backend, const Tokenizer& tokenizer, const ChatTemplate& chat_template, ChatOptions opt)
     : backend_(backend), tok_(tokenizer), template_(chat_template), opt_(std::move(opt)), sampler_(opt_.sampling) {
     if (opt_.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", opt_.max_tokens);

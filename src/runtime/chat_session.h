@@ -112,8 +112,4 @@ bool archive_has_chat_template(const Archive& archive);
 ChatTemplate chat_template_for(const Archive& archive, const std::string& archive_path, const std::string& model_name,
                                const std::string& template_path);
 
-// --var key=value: an extra template global; the value is JSON when it parses (false, 3, [..],
-// "quoted"), else the string as written. Throws naming the flag when there is no '='.
-void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value);
-
 }  // namespace tt

@@ -177,4 +177,12 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
     return render_values(jinja::from_json(messages), add_generation_prompt, jinja::from_json(extra));
 }
 
+void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value) {
+    const size_t eq = key_value.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--var {}: expected key=value", key_value);
+    const std::string value = key_value.substr(eq + 1);
+    auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
+    vars[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : std::move(parsed);
+}
+
 }  // namespace tt

@@ -54,4 +54,8 @@ private:
     jinja::Object special_tokens_;  // the special tokens tokenizer_config.json sets, as globals
 };
 
+// --var key=value: an extra template global; the value is JSON when it parses (false, 3, [..],
+// "quoted"), else the string as written. Throws naming the flag when there is no '='.
+void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value);
+
 }  // namespace tt
