@@ -4,17 +4,14 @@
 
 #include "core/error.h"
 #include "format/archive.h"
+#include "runtime/generate.h"
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace tt {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 bool contains(std::span<const int32_t> ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
@@ -123,60 +120,37 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     st.prompt_tokens = int(prompt.size());
     st.reused_tokens = int(keep);
     st.fed_tokens = int(prompt.size() - keep);
-    std::vector<int32_t> history = prompt;  // for the repetition penalty: the context so far
-    StreamDecoder decoder(tok_, /*skip_special_tokens=*/true);
-    auto emit = [&](const std::string& text) {
-        if (text.empty()) return;
-        st.text += text;
-        if (on_text) on_text(text);
-    };
-
-    // A failure inside the backend leaves its cache in an unknown state: start the next turn from
-    // an empty cache, and without this turn's user message.
-    auto forward = [&](std::span<const int32_t> tokens) {
-        try {
-            return backend_.forward_sample(tokens, sampler_, history);
-        } catch (...) {
-            backend_.rewind(0);
-            cached_.clear();
-            messages_.erase(messages_.end() - 1);
-            throw;
-        }
-    };
-    const auto t0 = Clock::now();
+    GenerateOptions go;
+    go.max_tokens = opt_.max_tokens;
+    go.eos_ids = opt_.stop_ids;
+    go.should_stop = should_stop;
     const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
-    int32_t next = forward(suffix);
-    cached_.insert(cached_.end(), suffix.begin(), suffix.end());
-    st.prefill_seconds = seconds_since(t0);
-    const auto t_decode = Clock::now();
-    for (;;) {
-        if (contains(opt_.stop_ids, next)) {
-            st.stop_reason = "end of turn";
-            break;
-        }
-        st.tokens.push_back(next);
-        history.push_back(next);
-        emit(decoder.push(next));
-        if (int(st.tokens.size()) >= opt_.max_tokens) {
-            st.stop_reason = "max tokens";
-            break;
-        }
-        if (should_stop && should_stop()) {
-            st.stop_reason = "interrupted";
-            break;
-        }
-        if (backend_.n_past() >= backend_.context_size()) {
-            st.stop_reason = "context full";
-            break;
-        }
-        const int32_t fed = next;
-        next = forward(std::span<const int32_t>(&fed, 1));
-        cached_.push_back(fed);
-        ++st.decode_steps;
+    GenerateStats g;
+    try {
+        // The repetition penalty sees the whole conversation, reused prefix included.
+        g = generate(backend_, &tok_, suffix, go,
+                     [&](std::string_view text) {
+                         st.text += text;
+                         if (on_text) on_text(text);
+                     },
+                     sampler_, prompt);
+    } catch (...) {
+        // A failure inside the backend leaves its cache in an unknown state: start the next turn
+        // from an empty cache, and without this turn's user message.
+        backend_.rewind(0);
+        cached_.clear();
+        messages_.erase(messages_.end() - 1);
+        throw;
     }
-    emit(decoder.flush());
-    st.decode_seconds = seconds_since(t_decode);
-    st.generated_tokens = int(st.tokens.size());
+    // The cache now holds the prompt and every reply token but the last one sampled (not fed).
+    cached_ = prompt;
+    cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + (backend_.n_past() - ptrdiff_t(prompt.size())));
+    st.prefill_seconds = g.prefill_seconds;
+    st.decode_seconds = g.decode_seconds;
+    st.decode_steps = g.decode_steps;
+    st.generated_tokens = g.generated_tokens;
+    st.tokens = std::move(g.tokens);
+    st.stop_reason = g.stop_reason == "eos" ? "end of turn" : g.stop_reason;
     // The reply joins the history as the person saw it, also when cut short: the next render then
     // matches the cache up to the reply's last token.
     messages_.push_back({{"role", "assistant"}, {"content", st.text}});

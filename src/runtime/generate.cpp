@@ -56,6 +56,13 @@ private:
 
 GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const int32_t> prompt,
                        const GenerateOptions& opt, const std::function<void(std::string_view)>& on_text) {
+    Sampler sampler(opt.sampling);
+    return generate(backend, tok, prompt, opt, on_text, sampler, std::vector<int32_t>(prompt.begin(), prompt.end()));
+}
+
+GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const int32_t> prompt,
+                       const GenerateOptions& opt, const std::function<void(std::string_view)>& on_text, Sampler& sampler,
+                       std::vector<int32_t> history) {
     if (opt.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", opt.max_tokens);
     if (prompt.empty()) fail("the prompt has no tokens (give a prompt, or let BOS be added)");
     if (!opt.stop.empty() && !tok) fail("--stop needs a tokenizer, and this model has none");
@@ -65,8 +72,6 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
 
     GenerateStats st;
     st.prompt_tokens = int(prompt.size());
-    Sampler sampler(opt.sampling);
-    std::vector<int32_t> history(prompt.begin(), prompt.end());
     std::unique_ptr<StreamDecoder> decoder;
     if (tok) decoder = std::make_unique<StreamDecoder>(*tok, /*skip_special_tokens=*/true);
     StopFilter stop(opt.stop);
@@ -95,6 +100,10 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
         }
         if (st.generated_tokens >= opt.max_tokens) {
             st.stop_reason = "max tokens";
+            break;
+        }
+        if (opt.should_stop && opt.should_stop()) {
+            st.stop_reason = "interrupted";
             break;
         }
         if (backend.n_past() >= backend.context_size()) {

@@ -19,6 +19,7 @@ struct GenerateOptions {
     SamplerConfig sampling;
     std::vector<std::string> stop;   // stop strings (not printed)
     std::vector<int32_t> eos_ids;    // stop tokens (not printed)
+    std::function<bool()> should_stop;  // polled after each token; true ends with "interrupted"
 };
 
 struct GenerateStats {
@@ -28,7 +29,7 @@ struct GenerateStats {
     double decode_seconds = 0;       // the rest
     int decode_steps = 0;            // single-token forward passes in decode_seconds
     double time_to_first_token = 0;  // from start to the first sampled token
-    std::string stop_reason;         // "eos", "stop string", "max tokens", "context full"
+    std::string stop_reason;         // "eos", "stop string", "max tokens", "context full", "interrupted"
     std::vector<int32_t> tokens;     // generated ids (EOS excluded)
 };
 
@@ -36,5 +37,11 @@ struct GenerateStats {
 // of final text. tokenizer may be null (then no text, only ids; stop strings need a tokenizer).
 GenerateStats generate(Backend& backend, const Tokenizer* tokenizer, std::span<const int32_t> prompt,
                        const GenerateOptions& opt, const std::function<void(std::string_view)>& on_text);
+// The same loop with the caller's sampler (a chat keeps one across turns; opt.sampling is then
+// unused) and repetition-penalty history (the context before `prompt`, e.g. a reused cache
+// prefix, followed by prompt; the generated ids are appended to it).
+GenerateStats generate(Backend& backend, const Tokenizer* tokenizer, std::span<const int32_t> prompt,
+                       const GenerateOptions& opt, const std::function<void(std::string_view)>& on_text, Sampler& sampler,
+                       std::vector<int32_t> history);
 
 }  // namespace tt
