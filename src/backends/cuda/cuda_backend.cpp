@@ -2,10 +2,11 @@
 // (src/backends/cpu/cpu_backend.cpp) step for step; tests/gpu/ holds it to that reference.
 //
 // Decode (one token): per layer, one GEMV launch for q/k/v with the attention RMSNorm fused in, one
-// kernel for q/k norm + RoPE + KV-cache write, flash-decoding attention, the output projection with
-// the residual add fused, one gated GEMV (gate and up with the MLP norm fused), and the down
-// projection with the residual add fused. The whole step, token in to token id out, is captured
-// once in a CUDA graph and replayed; positions are read from device memory.
+// attention launch (q/k norm + RoPE + KV-cache write of the new token, flash-decoding, the merge),
+// the output projection with the residual add fused, one gated GEMV (gate and up with the MLP norm
+// fused), and the down projection with the residual add fused. The whole step, token in to token
+// id out, is captured once in a CUDA graph and replayed; positions are read from device memory.
+// The safe profile feeds prompts through this step one token at a time (f32 activations).
 //
 // Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),
 // attention as two batched GEMMs around a masked softmax, processed in query chunks whose key
