@@ -8,6 +8,7 @@
 //   (NFKC, ByteLevel with prefix space and its regex): the round trip is NFKC of the text as
 //   utf8proc computes it on the whole string, with the prefix space.
 #include "core/error.h"
+#include "fuzz_sentencepiece.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
@@ -85,43 +86,6 @@ std::string nfkc(std::string_view text) {
     return r;
 }
 
-std::unique_ptr<tt::Tokenizer> make_sentencepiece() {
-    json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
-    int id = 3;
-    char buf[8];
-    for (int b = 0; b < 256; ++b) {
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        vocab[buf] = id++;
-    }
-    for (const char* t : {"\xE2\x96\x81", "a", "b", "c", "e", "h", "t", "\xE2\x96\x81t", "he", "\xE2\x96\x81the", "\xC3\xA9"})
-        vocab[t] = id++;
-    json tj = {{"normalizer",
-                {{"type", "Sequence"},
-                 {"normalizers",
-                  {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
-                   {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}}},
-               {"added_tokens", {{{"id", 1}, {"content", "<s>"}, {"special", true}, {"normalized", false}}}},
-               {"post_processor",
-                {{"type", "TemplateProcessing"},
-                 {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-                 {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
-               {"decoder",
-                {{"type", "Sequence"},
-                 {"decoders",
-                  {{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                   {{"type", "ByteFallback"}},
-                   {{"type", "Fuse"}},
-                   {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
-               {"model",
-                {{"type", "BPE"},
-                 {"vocab", vocab},
-                 {"merges", {"\xE2\x96\x81 t", "h e", "\xE2\x96\x81t he"}},
-                 {"unk_token", "<unk>"},
-                 {"byte_fallback", true},
-                 {"fuse_unk", true}}}};
-    return tt::Tokenizer::from_hf(tj.dump(), "{\"bos_token\": \"<s>\", \"add_bos_token\": true}", "fuzz-sentencepiece");
-}
-
 std::unique_ptr<tt::Tokenizer> make_llama2c() {
     std::string bin;
     auto put_i32 = [&](int32_t v) { bin.append(reinterpret_cast<const char*>(&v), 4); };
@@ -178,7 +142,7 @@ void stream_vs_whole(const tt::Tokenizer& tok, const std::vector<int32_t>& ids) 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const auto byte_level = make_byte_level();
-    static const auto sentencepiece = make_sentencepiece();
+    static const auto sentencepiece = tt::test::make_fuzz_sentencepiece();
     static const auto llama2c = make_llama2c();
     static const auto gpt2_nfkc = make_gpt2_nfkc();
     if (size == 0) return 0;
