@@ -8,14 +8,11 @@ set -uo pipefail
 MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 WORK=$(mktemp -d)
 source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
-unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE THINTENSOR_HOME
-export HF_HOME="$WORK/hf"   # no token file: the machine's own Hub login must not leak in
 n_pass=0 n_fail=0
 check() {  # check "what" command...: one assertion
     local what=$1; shift
     if "$@"; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); echo "FAIL: $what"; fi
 }
-pull() { HF_ENDPOINT="$EP" "$THINTENSOR" pull "$@" >"$WORK/out" 2>"$WORK/err"; }
 count() { grep -c -- "$1" "$2" || true; }
 
 start_hub plain

@@ -8,8 +8,6 @@ set -uo pipefail
 MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 WORK=$(mktemp -d)
 source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
-unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE THINTENSOR_HOME
-export HF_HOME="$WORK/hf"
 n_pass=0 n_fail=0
 check() {
     local what=$1; shift
@@ -25,7 +23,6 @@ expect_fail() {
     check "$what: the error is printed once" [ "$(grep -c '^thintensor: error:' "$WORK/err")" = 1 ]
     check "$what: nothing on stdout" [ ! -s "$WORK/out" ]
 }
-pull() { HF_ENDPOINT="$EP" "$THINTENSOR" pull "$@" >"$WORK/out" 2>"$WORK/err"; }
 manifest_incomplete() { python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["complete"] is False' "$1/.thintensor-manifest.json"; }
 
 start_hub plain

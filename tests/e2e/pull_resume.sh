@@ -8,14 +8,11 @@ MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 SIZE=$(stat -c %s "$MODEL/model.safetensors")
 WORK=$(mktemp -d)
 source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
-unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE THINTENSOR_HOME
-export HF_HOME="$WORK/hf"
 n_pass=0 n_fail=0
 check() {
     local what=$1; shift
     if "$@"; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); echo "FAIL: $what"; sed 's/^/  stderr: /' "$WORK/err" 2>/dev/null | tail -5; fi
 }
-pull() { HF_ENDPOINT="$EP" "$THINTENSOR" pull "$@" >"$WORK/out" 2>"$WORK/err"; }
 # The Range header of the CDN requests for model.safetensors, one per line ("None" for none).
 ranges() { python3 -c '
 import json, sys

@@ -6,8 +6,6 @@ set -uo pipefail
 MODEL="$TT_SHARED_DIR/models/tinystories-656k"
 WORK=$(mktemp -d)
 source "$TT_SOURCE_DIR/tests/e2e/lib/mock_hub.sh"
-unset HF_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE
-export HF_HOME="$WORK/hf" THINTENSOR_HOME="$WORK/home"
 n_pass=0 n_fail=0
 check() { local what=$1; shift; if "$@"; then n_pass=$((n_pass + 1)); else n_fail=$((n_fail + 1)); echo "FAIL: $what"; fi; }
 
