@@ -3,6 +3,7 @@
 // Runs on the GPU machine (tests/gpu/run.sh); CI only builds it.
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "core/dtype.h"
 #include "runtime/rope.h"
@@ -14,6 +15,9 @@
 #include <vector>
 
 using namespace tt;
+using tt::cuda::Dev;
+using tt::cuda::rel_err;
+using tt::cuda::store;
 
 namespace {
 
@@ -24,40 +28,6 @@ std::vector<float> randn(size_t n, float scale = 1.0f) {
     std::vector<float> v(n);
     for (auto& x : v) x = d(rng);
     return v;
-}
-
-// Rounds values to dtype (so CPU and GPU see identical weights) and returns the stored bytes.
-std::vector<uint8_t> store(std::vector<float>& v, DType dt) {
-    std::vector<uint8_t> b(v.size() * dtype_size(dt));
-    convert_floats(v.data(), DType::f32, b.data(), dt, v.size());
-    to_f32(b.data(), dt, v.data(), v.size());
-    return b;
-}
-
-struct Dev {
-    void* p = nullptr;
-    explicit Dev(size_t n) { TT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 4))); TT_CUDA_CHECK(cudaMemset(p, 0xff, std::max<size_t>(n, 4))); }
-    template <typename T> explicit Dev(const std::vector<T>& v) : Dev(v.size() * sizeof(T)) {
-        TT_CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-    ~Dev() { cudaFree(p); }
-    template <typename T> T* as() { return static_cast<T*>(p); }
-    template <typename T> std::vector<T> get(size_t n) {
-        TT_CUDA_CHECK(cudaDeviceSynchronize());
-        std::vector<T> v(n);
-        TT_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-        return v;
-    }
-};
-
-double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        if (!std::isfinite(got[i])) return INFINITY;  // also catches unwritten (0xff poison = NaN) outputs
-        num += double(got[i] - ref[i]) * (got[i] - ref[i]);
-        den += double(ref[i]) * ref[i];
-    }
-    return std::sqrt(num / std::max(den, 1e-30));
 }
 
 TensorView view(const std::vector<uint8_t>& bytes, DType dt, Shape shape) {

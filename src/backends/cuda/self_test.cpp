@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "core/dtype.h"
 #include "runtime/rope.h"
@@ -34,54 +35,6 @@ struct Rng {
         return v;
     }
 };
-
-// Rounds v to dtype in place (so both sides see identical values) and returns the stored bytes.
-std::vector<uint8_t> store(Floats& v, DType dt) {
-    std::vector<uint8_t> b(v.size() * dtype_size(dt));
-    convert_floats(v.data(), DType::f32, b.data(), dt, v.size());
-    to_f32(b.data(), dt, v.data(), v.size());
-    return b;
-}
-
-// A device buffer, poisoned with 0xff bytes (NaN in every float dtype) so that an output the kernel
-// never wrote shows up as a non-finite value.
-struct Dev {
-    void* p = nullptr;
-    explicit Dev(size_t n) {
-        n = std::max<size_t>(n, 4);
-        TT_CUDA_CHECK(cudaMalloc(&p, n));
-        TT_CUDA_CHECK(cudaMemset(p, 0xff, n));
-    }
-    template <typename T>
-    explicit Dev(const std::vector<T>& v) : Dev(v.size() * sizeof(T)) {
-        TT_CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-    ~Dev() { cudaFree(p); }
-    Dev(const Dev&) = delete;
-    Dev& operator=(const Dev&) = delete;
-    template <typename T>
-    T* as() { return static_cast<T*>(p); }
-    // n elements of dtype dt, widened to f32 (after the stream's work finished).
-    Floats get(size_t n, DType dt = DType::f32) {
-        TT_CUDA_CHECK(cudaDeviceSynchronize());
-        std::vector<uint8_t> b(n * dtype_size(dt));
-        TT_CUDA_CHECK(cudaMemcpy(b.data(), p, b.size(), cudaMemcpyDeviceToHost));
-        Floats f(n);
-        to_f32(b.data(), dt, f.data(), n);
-        return f;
-    }
-};
-
-double rel_err(const Floats& got, const Floats& ref) {
-    if (got.size() != ref.size()) return INFINITY;
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        if (!std::isfinite(got[i])) return INFINITY;
-        num += double(got[i] - ref[i]) * (got[i] - ref[i]);
-        den += double(ref[i]) * ref[i];
-    }
-    return std::sqrt(num / std::max(den, 1e-30));
-}
 
 // Both sides accumulate the same rounded inputs in f32; only the summation order differs. An output
 // stored in bf16 carries its rounding (2^-9 relative) on top.
