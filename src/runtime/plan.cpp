@@ -58,7 +58,7 @@ uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_
     b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
     b += T * Q * we;                     // patt
     b += T * std::max(H, F) * 4;         // ptmp
-    b += T * 2 * F * 4;                  // pgu
+    b += T * 2 * F * we;                 // pgu: gate and up, in the weights' dtype
     b += T * F * we;                     // pact
     b += T * 4;                          // pids
     b += uint64_t(s.vocab_size) * 4;     // plogits, last row

@@ -374,7 +374,16 @@ TEST(CudaKernels, EmbeddingArgmaxActivation) {
         std::vector<float> ref(g.size());
         for (size_t i = 0; i < g.size(); ++i) ref[i] = (act == cuda::GateAct::silu ? cpu::silu(g[i]) : cpu::gelu_tanh(g[i])) * u[i];
         Dev dg(g), du(u), dout2(g.size() * 4);
-        cuda::gated_act(dg.as<float>(), du.as<float>(), f, nullptr, nullptr, DType::f32, n, f, act, dout2.p, DType::f32, nullptr);
+        cuda::gated_act(dg.as<float>(), du.as<float>(), DType::f32, f, nullptr, nullptr, DType::f32, n, f, act, dout2.p, DType::f32,
+                        nullptr);
         EXPECT_LT(rel_err(dout2.get<float>(ref.size()), ref), 1e-6);
+        // bf16 inputs (the prefill's gate/up GEMM output), read as the rounded values.
+        auto gr = g, ur = u;
+        const auto gb = store(gr, DType::bf16), ub = store(ur, DType::bf16);
+        std::vector<float> refb(g.size());
+        for (size_t i = 0; i < g.size(); ++i) refb[i] = (act == cuda::GateAct::silu ? cpu::silu(gr[i]) : cpu::gelu_tanh(gr[i])) * ur[i];
+        Dev dgb(gb), dub(ub);
+        cuda::gated_act(dgb.p, dub.p, DType::bf16, f, nullptr, nullptr, DType::f32, n, f, act, dout2.p, DType::f32, nullptr);
+        EXPECT_LT(rel_err(dout2.get<float>(refb.size()), refb), 1e-6);
     }
 }

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/weight_stream.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -104,6 +106,10 @@ private:
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
+    // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, then
+    // ph_ = norm(x) with next_norm (the next matrix product's input).
+    void project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
+                          const void* next_norm);
     // Safe profile: every token through the decode step (f32 activations end to end).
     void prefill_by_decode(std::span<const int32_t> tokens, bool all_logits);
     // The prompt in chunks of plan_.prefill_chunk tokens (by prefill(), or prefill_by_decode() in
@@ -112,8 +118,9 @@ private:
     // The q/k/v post-processing arguments of layer L for n tokens (rows contiguous, q_dim and
     // kv_dim floats apart); positions, strides and the q output are the caller's to adjust.
     RopeArgs rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const;
-    // y[t, 0:rows] = x[t, 0:cols] W^T for t < n; rows of y are ldy floats apart.
-    void gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy);
+    // y[t, 0:rows] (+)= x[t, 0:cols] W^T for t < n; rows of y are ldy elements apart, y in ydt
+    // (f32 or the weights' dtype). accumulate: y += (the residual add rides in the GEMM epilogue).
+    void gemm(const void* w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate = false);
 
     ModelSpec spec_;
     int device_ = 0;
@@ -135,6 +142,7 @@ private:
     DeviceBuffer x_, q_, k_, v_, att_, tmp_, ffn_, logits_, partial_, arrivals_, io_;  // io_: {token, pos, result}
     Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
+    bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
     cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
@@ -175,6 +183,11 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
+    // PDL needs sm_90. Streamed weights change under the kernels (the ring's copies are ordered by
+    // events, not by the kernels' own waits), so a streaming plan keeps plain launches.
+    // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
+    const char* pdl_env = std::getenv("TT_PDL");
+    dependent_launch_ = devices[size_t(device_)].cc_major >= 9 && !ws_->streaming() && !(pdl_env && std::string(pdl_env) == "0");
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -355,7 +368,10 @@ cudaGraphExec_t CudaBackend::capture_decode_graph() {
     TT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     TT_CUDA_CHECK(cudaMemcpyAsync(io_.ptr, host_io_, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     ws_->begin_pass();
-    decode_step();
+    {
+        DependentLaunchScope pdl(dependent_launch_);
+        decode_step();
+    }
     ws_->end_pass();
     TT_CUDA_CHECK(cudaMemcpyAsync(host_io_ + 2, io_.as<int32_t>() + 2, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
     TT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
@@ -392,11 +408,11 @@ double CudaBackend::measure_decode_without_copies(int n) {
     return total / n;
 }
 
-void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, float* y, int ldy) {
+void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate) {
     // Row-major y[n, rows] = x[n, cols] W[rows, cols]^T is column-major y^T = W^T(op T) x^T.
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     TT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, cuda_type(wdt_), cols, x,
-                                 cuda_type(wdt_), cols, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F,
+                                 cuda_type(wdt_), cols, &beta, y, cuda_type(ydt), ldy, CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT));
 }
 
@@ -419,7 +435,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
         patt_ = DeviceBuffer(T * Q * we);
         ptmp_ = DeviceBuffer(T * std::max(H, F) * 4);
-        pgu_ = DeviceBuffer(T * 2 * F * 4);
+        pgu_ = DeviceBuffer(T * 2 * F * we);
         pact_ = DeviceBuffer(T * F * we);
         pids_ = DeviceBuffer(T * 4);
     }
@@ -440,11 +456,11 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         const int QKV = Q + 2 * KV;
         float* qkv = pqkv_.as<float>();
         if (L.qkv_adjacent) {
-            gemm(L.wq, QKV, H, ph_.ptr, n, qkv, QKV);
+            gemm(L.wq, QKV, H, ph_.ptr, n, qkv, DType::f32, QKV);
         } else {
-            gemm(L.wq, Q, H, ph_.ptr, n, qkv, QKV);
-            gemm(L.wk, KV, H, ph_.ptr, n, qkv + Q, QKV);
-            gemm(L.wv, KV, H, ph_.ptr, n, qkv + Q + KV, QKV);
+            gemm(L.wq, Q, H, ph_.ptr, n, qkv, DType::f32, QKV);
+            gemm(L.wk, KV, H, ph_.ptr, n, qkv + Q, DType::f32, QKV);
+            gemm(L.wv, KV, H, ph_.ptr, n, qkv + Q + KV, DType::f32, QKV);
         }
         RopeArgs r = rope_args(L, sliding, qkv, qkv + Q, qkv + Q + KV, n);
         r.q_stride = r.k_stride = r.v_stride = QKV;
@@ -487,20 +503,21 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             }
         }
-        gemm(L.wo, H, Q, patt_.ptr, n, ptmp_.as<float>(), H);
-        if (L.bo) add_bias(ptmp_.as<float>(), L.bo, wdt_, n, H, stream_);
-        residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.attn_post_norm : nullptr, L.ffn_norm, wdt_,
-                         s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
-        float* gu = pgu_.as<float>();
+        // The projections back into the residual stream: added by the GEMM itself (beta = 1 on
+        // the f32 residual), unless Gemma's post-norm must see the projection alone first.
+        project_residual(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, H, Q, patt_.ptr, n, L.ffn_norm);
+        // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32
+        // for the largest activation of the layer (f32 models keep f32).
+        void* gu = pgu_.ptr;
+        const size_t gue = dtype_size(wdt_);
+        void* up = static_cast<uint8_t*>(gu) + size_t(F) * gue;
         if (L.gate_up_adjacent) {
-            gemm(L.w_gate, 2 * F, H, ph_.ptr, n, gu, 2 * F);
+            gemm(L.w_gate, 2 * F, H, ph_.ptr, n, gu, wdt_, 2 * F);
         } else {
-            gemm(L.w_gate, F, H, ph_.ptr, n, gu, 2 * F);
-            gemm(L.w_up, F, H, ph_.ptr, n, gu + F, 2 * F);
+            gemm(L.w_gate, F, H, ph_.ptr, n, gu, wdt_, 2 * F);
+            gemm(L.w_up, F, H, ph_.ptr, n, up, wdt_, 2 * F);
         }
-        gated_act(gu, gu + F, 2 * F, L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
-        gemm(L.w_down, H, F, pact_.ptr, n, ptmp_.as<float>(), H);
-        if (L.b_down) add_bias(ptmp_.as<float>(), L.b_down, wdt_, n, H, stream_);
+        gated_act(gu, up, wdt_, 2 * F, L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
         const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
@@ -508,8 +525,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // whole head yet: a tied head is one more streamed block, and with a ring of two slots it
         // is only enqueued once this layer's slot is released below.
         ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
-        residual_rmsnorm(x, ptmp_.as<float>(), s.sandwich_norm ? L.ffn_post_norm : nullptr, next_norm, wdt_,
-                         s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+        project_residual(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, H, F, pact_.ptr, n, next_norm);
         ws_->done(ws_->layer_block(il));
     }
     n_past_ += n;
@@ -518,11 +534,27 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const size_t need = size_t(n_out) * s.vocab_size * 4;
     if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
     ws_->need_head();
-    gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.as<float>(),
-         s.vocab_size);
+    gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.ptr,
+         DType::f32, s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
     ws_->done_head();
     ws_->end_pass();
+}
+
+void CudaBackend::project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in,
+                                   int n, const void* next_norm) {
+    const ModelSpec& s = spec_;
+    float* x = px_.as<float>();
+    if (post_norm) {
+        float* y = ptmp_.as<float>();
+        gemm(w, rows, cols, in, n, y, DType::f32, rows);
+        if (b) add_bias(y, b, wdt_, n, rows, stream_);
+        residual_rmsnorm(x, y, post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, ph_.ptr, wdt_, stream_);
+    } else {
+        gemm(w, rows, cols, in, n, x, DType::f32, rows, true);
+        if (b) add_bias(x, b, wdt_, n, rows, stream_);
+        residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, ph_.ptr, wdt_, stream_);
+    }
 }
 
 void CudaBackend::prefill_chunked(std::span<const int32_t> tokens, bool all_logits) {

@@ -343,7 +343,7 @@ std::vector<Measured> gated_act_case(Rng& r, DType dt) {
             ref[i] = (act == GateAct::silu ? cpu::silu(gv) : cpu::gelu_tanh(gv)) * uv;
         }
         Dev dg(g), du(u), dbg(bgb), dbu(bub), dout(g.size() * dtype_size(dt));
-        gated_act(dg.as<float>(), du.as<float>(), f, dbg.p, dbu.p, dt, n, f, act, dout.p, dt, nullptr);
+        gated_act(dg.as<float>(), du.as<float>(), DType::f32, f, dbg.p, dbu.p, dt, n, f, act, dout.p, dt, nullptr);
         out.push_back({rel_err(dout.get(ref.size(), dt), ref), dt == DType::f32 ? 1e-5 : tol(dt)});
     }
     return out;

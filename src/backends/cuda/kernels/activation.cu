@@ -2,28 +2,30 @@
 // up GEMMs, bias adds after cuBLAS, and f32 -> storage dtype conversion.
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 
 namespace tt::cuda {
 
-template <typename W, typename O>
-__global__ void gated_act_kernel(const float* g, const float* u, int ld, const W* bg, const W* bu, int64_t n, int f,
+template <typename G, typename W, typename O>
+__global__ void gated_act_kernel(const G* g, const G* u, int ld, const W* bg, const W* bu, int64_t n, int f,
                                  GateAct act, O* out) {
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         const int c = int(i % f);
         const int64_t src = (i / f) * ld + c;
-        const float gv = g[src] + (bg ? to_float(bg[c]) : 0.0f), uv = u[src] + (bu ? to_float(bu[c]) : 0.0f);
+        const float gv = to_float(g[src]) + (bg ? to_float(bg[c]) : 0.0f), uv = to_float(u[src]) + (bu ? to_float(bu[c]) : 0.0f);
         out[i] = from_float<O>((act == GateAct::silu ? silu(gv) : gelu_tanh(gv)) * uv);
     }
 }
 
 static unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + 255) / 256, 65535)); }
 
-void gated_act(const float* g, const float* u, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
+void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
                GateAct act, void* out, DType out_dt, cudaStream_t s) {
     const int64_t total = int64_t(n) * f;
-    TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O,
-        gated_act_kernel<W, O><<<blocks_for(total), 256, 0, s>>>(g, u, ld, static_cast<const W*>(bg), static_cast<const W*>(bu),
-                                                               total, f, act, static_cast<O*>(out))));
+    TT_DISPATCH_FLOAT(in_dt, G, TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O,
+        gated_act_kernel<G, W, O><<<blocks_for(total), 256, 0, s>>>(static_cast<const G*>(g), static_cast<const G*>(u), ld,
+                                                                  static_cast<const W*>(bg), static_cast<const W*>(bu), total, f,
+                                                                  act, static_cast<O*>(out)))));
     TT_CUDA_LAUNCH_CHECK();
 }
 
@@ -40,12 +42,14 @@ void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t 
 }
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
+    pdl_wait();  // in the decode step, after the head GEMV
+    pdl_launch_dependents();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = cap * tanhf(x[i] / cap);
 }
 
 void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
-    softcap_kernel<<<blocks_for(n), 256, 0, s>>>(x, n, cap);
+    launch(softcap_kernel, blocks_for(n), 256, 0, s, x, n, cap);
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -7,6 +7,7 @@
 // cuBLAS products (scores = Q K^T, out = P V).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/rope.cuh"
 
 namespace tt::cuda {
@@ -31,6 +32,7 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     extern __shared__ float smem[];
     const int kvh = blockIdx.x, split = blockIdx.y;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
+    // The position was copied up before the step's first kernel: it does not depend on the previous one.
     const int pos = *a.d_pos, len = pos + 1;
     const int first = a.window > 0 ? max(0, len - a.window) : 0;
     const int chunk = split_chunk(len - first, a.n_splits);
@@ -40,6 +42,20 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     float* s_p = smem + group * hd;     // [group][max_chunk]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
+    {
+        // The cached keys and values before pos were written by earlier steps: under PDL they are
+        // pulled into L2 while the q/k/v GEMV finishes, so the score and output loops below wait
+        // on L2 instead of DRAM. One 128-byte line per thread and step.
+        const int lines = int((size_t(hd) * sizeof(KV) + 127) / 128), n = (min(end, pos) - start) * lines;
+        for (int i = threadIdx.x; i < 2 * n; i += blockDim.x) {
+            const int t = i < n ? i : i - n;
+            const KV* cache = static_cast<const KV*>(i < n ? a.k_cache : a.v_cache);
+            const char* line = reinterpret_cast<const char*>(cache + size_t(start + t / lines) * kv_dim + size_t(kvh) * hd) + (t % lines) * 128;
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+        }
+    }
+    pdl_wait();  // q, k and v are the previous kernel's output
+    pdl_launch_dependents();
     {
         if constexpr (ROPE) {
             // One warp per head: the group's q heads, and the new k when this split holds the
@@ -238,7 +254,7 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = a.rope_fused ? decode_attn_kernel<W, KV, true> : decode_attn_kernel<W, KV, false>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        k<<<grid, k_attn_threads, smem, s>>>(a, max_chunk);
+        launch(k, grid, k_attn_threads, smem, s, a, max_chunk);
     }));
     TT_CUDA_LAUNCH_CHECK();
 }

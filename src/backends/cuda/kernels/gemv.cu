@@ -4,9 +4,11 @@
 // prologue (x into shared memory, RMS-normalized when the pre-norm is fused) is paid once per
 // block rather than once per 8 rows — on the H200 that prologue, repeated per small block, held
 // the gated GEMV to 58% of DRAM peak. The first loads of each warp are issued before the prologue,
-// so DRAM is busy while x is prepared. One launch can cover several matrices that share x (q, k, v).
+// so DRAM is busy while x is prepared — and, under programmatic dependent launch (launch.h), while
+// the previous kernel finishes. One launch can cover several matrices that share x (q, k, v).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 
 #include <cstdlib>
 #include <map>
@@ -15,7 +17,7 @@ namespace tt::cuda {
 
 namespace {
 
-constexpr int k_warps = 8;  // warps per block
+// Warps per block: the WARPS template parameter (see gemv_warps()).
 
 // Loads x into shared memory as f32 with 16-byte loads (cols % 4 == 0 and x aligned, else scalar),
 // optionally RMS-normalized with norm_w (+ offset).
@@ -109,19 +111,19 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 // The persistent row loop shared by both kernels: rows_of(r, ptrs) fills the R row pointers of
 // output row r, epilogue(r, sums) stores it. XSMEM: x is staged in shared memory (needed for the
 // fused pre-norm); otherwise lanes read x straight from global memory (small, stays in L1/L2).
-// kslices > 1 (a divisor of k_warps): that many warps share each row, one column slice each, and
+// kslices > 1 (a divisor of WARPS): that many warps share each row, one column slice each, and
 // add up through shared memory — for matrices with too few rows to give every warp one (the
 // output and down projections of small models), where a warp per row left most of the GPU idle.
-template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, bool SLICED, typename RowsOf, typename Epilogue>
-__device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x, const W* norm_w, float offset, float eps,
-                            RowsOf rows_of, Epilogue epilogue) {
+template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, bool SLICED, int WARPS, typename RowsOf, typename Epilogue>
+__device__ void stream_rows(int rows, int cols, int kslices_arg, bool l2_prefetch, const float* x, const W* norm_w, float offset,
+                            float eps, RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ float s_x[];
-    __shared__ float s_part[k_warps][R];
+    __shared__ float s_part[WARPS][R];
     // A compile-time 1 unless SLICED: the common path keeps the register budget (and so the
     // resident warps) of a plain warp-per-row loop.
     const int kslices = SLICED ? kslices_arg : 1;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int rows_per_group = k_warps / kslices, row_in_group = warp / kslices, slice = warp % kslices;
+    const int rows_per_group = WARPS / kslices, row_in_group = warp / kslices, slice = warp % kslices;
     const int slice_cols = cols / kslices, c0 = slice * slice_cols;
     Batch<UNROLL, R> pre;
     bool have_pre = false;
@@ -134,8 +136,21 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
             for (int i = 0; i < R; ++i) w[i] += c0;
             pre.load(w, lane);
             have_pre = true;
+            if (l2_prefetch) {
+                // The rest of the first row into L2 as well, a 128-byte line per lane and step:
+                // under PDL a block is often resident early (beside the latency-bound attention
+                // kernel, say), and DRAM would otherwise idle until the wait below returns.
+                const int bytes = slice_cols * int(sizeof(W));
+#pragma unroll
+                for (int i = 0; i < R; ++i)
+                    for (int off = UNROLL * 512 + lane * 128; off < bytes; off += 32 * 128)
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(w[i]) + off));
+            }
         }
     }
+    // Under PDL the loads above overlap the previous kernel's tail; x is its output.
+    pdl_wait();
+    pdl_launch_dependents();
     const float* xin = x;
     if constexpr (XSMEM) {
         load_x(s_x, x, cols, norm_w, offset, eps);
@@ -169,8 +184,8 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
     }
 }
 
-template <typename W, bool VECTOR, int UNROLL, bool XSMEM, bool SLICED>
-__global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows, int kslices) {
+template <typename W, bool VECTOR, int UNROLL, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices, bool l2_prefetch) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
         int seg = 0;
         while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
@@ -183,14 +198,14 @@ __global__ void __launch_bounds__(k_warps * 32) gemv_kernel(GemvArgs a, int rows
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
     };
-    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
+    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, l2_prefetch, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
                                              a.norm_eps, rows_of, epilogue);
 }
 
-template <typename W, bool VECTOR, int UNROLL, bool SLICED>
-__global__ void __launch_bounds__(k_warps * 32)
+template <typename W, bool VECTOR, int UNROLL, bool SLICED, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
-                      const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices) {
+                      const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices, bool l2_prefetch) {
     auto rows_of = [&](int r, const W* (&w)[2]) {
         w[0] = wg + size_t(r) * cols;
         w[1] = wu + size_t(r) * cols;
@@ -199,7 +214,7 @@ __global__ void __launch_bounds__(k_warps * 32)
         const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED, WARPS>(rows, cols, kslices, l2_prefetch, x, norm_w, offset, eps, rows_of, epilogue);
 }
 
 // 16-byte loads need every row to start 16-byte aligned: cols * sizeof(W) % 16 == 0 and the base
@@ -213,7 +228,7 @@ bool vectorizable(int cols, size_t elem, std::initializer_list<const void*> ptrs
 
 // Blocks of `kernel` that fit on the device at once with `smem` bytes each: the persistent grid.
 template <typename K>
-int resident_blocks(K kernel, size_t smem) {
+int resident_blocks(K kernel, size_t smem, int warps) {
     static std::map<std::pair<const void*, size_t>, int> cache;  // decode launches from one thread
     const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
     auto it = cache.find(key);
@@ -222,34 +237,66 @@ int resident_blocks(K kernel, size_t smem) {
     int dev = 0, sms = 0, per_sm = 0;
     TT_CUDA_CHECK(cudaGetDevice(&dev));
     TT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k_warps * 32, smem));
+    TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * 32, smem));
     return cache[key] = std::max(1, sms * per_sm);
 }
 
 // Warps per row (1, 2, 4 or 8): more when the rows alone would leave resident warps idle, as long
 // as each slice keeps whole 16-byte vectors for every lane at least twice.
-int kslices_for(int rows, int cols, size_t elem, bool vec, int resident) {
+int kslices_for(int rows, int cols, size_t elem, bool vec, int resident, int warps) {
     int k = 1;
     const int vec_elems = int(16 / elem);
-    while (vec && k < k_warps && size_t(rows) * k * 2 <= size_t(resident) * k_warps && cols % (2 * k * vec_elems) == 0 &&
+    while (vec && k < warps && size_t(rows) * k * 2 <= size_t(resident) * warps && cols % (2 * k * vec_elems) == 0 &&
            cols / (2 * k) >= 64 * vec_elems)
         k *= 2;
     return k;
 }
 
-unsigned grid_for(int rows, int kslices, int resident) {
-    const int per_block = k_warps / kslices;
+unsigned grid_for(int rows, int kslices, int resident, int warps) {
+    const int per_block = warps / kslices;
     return unsigned(std::min((rows + per_block - 1) / per_block, resident));
 }
 
-// 16-byte loads in flight per lane and row: TT_GEMV_UNROLL (4 or 8), default 4. A tuning knob
-// for the H200 A/B in docs/BENCHMARKS.md.
-int gemv_unroll() {
-    static const int u = [] {
-        const char* e = std::getenv("TT_GEMV_UNROLL");
-        return e && std::atoi(e) == 8 ? 8 : 4;
+// A/B knobs for docs/BENCHMARKS.md: warps per block (TT_GEMV_WARPS: 8, 16 or 32; default 16),
+// TT_GEMV_MIN_BLOCKS=1 (16 warps only: let the compiler use more registers than two blocks per SM
+// allow) and TT_GEMV_PREFETCH=0 (no L2 prefetch of the first row).
+int env_int(const char* name, int fallback) {
+    const char* e = std::getenv(name);
+    return e ? std::atoi(e) : fallback;
+}
+int gemv_warps() {
+    static const int w = [] {
+        const int v = env_int("TT_GEMV_WARPS", 16);
+        return v == 8 || v == 32 ? v : 16;
     }();
-    return u;
+    return w;
+}
+bool gemv_two_blocks() {
+    static const bool b = env_int("TT_GEMV_MIN_BLOCKS", 2) == 2;
+    return b;
+}
+bool gemv_l2_prefetch() {
+    static const bool b = env_int("TT_GEMV_PREFETCH", 1) == 1;
+    return b;
+}
+
+template <int WARPS, int MINB, typename W>
+void gemv_launch(const GemvArgs& a, int rows, bool vec, bool xsmem, size_t sm, cudaStream_t s) {
+    auto k = !vec ? gemv_kernel<W, false, 4, true, false, WARPS, MINB>
+             : xsmem ? gemv_kernel<W, true, 4, true, false, WARPS, MINB> : gemv_kernel<W, true, 4, false, false, WARPS, MINB>;
+    const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm, WARPS), WARPS);
+    if (ks > 1) k = xsmem ? gemv_kernel<W, true, 4, true, true, WARPS, MINB> : gemv_kernel<W, true, 4, false, true, WARPS, MINB>;
+    launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks, gemv_l2_prefetch());
+}
+
+template <int WARPS, typename W>
+void gated_launch(const W* g, const W* u, const W* b1, const W* b2, int rows, int cols, const float* x, const W* nw,
+                  float offset, float eps, GateAct act, float* y, bool vec, size_t smem, cudaStream_t s) {
+    auto k = !vec ? gemv_gated_kernel<W, false, 4, false, WARPS> : gemv_gated_kernel<W, true, 4, false, WARPS>;
+    const int ks = kslices_for(rows, cols, sizeof(W), vec, resident_blocks(k, smem, WARPS), WARPS);
+    if (ks > 1) k = gemv_gated_kernel<W, true, 4, true, WARPS>;
+    launch(k, grid_for(rows, ks, resident_blocks(k, smem, WARPS), WARPS), WARPS * 32, smem, s, g, u, b1, b2, rows, cols, x, nw,
+           offset, eps, act, y, ks, gemv_l2_prefetch());
 }
 
 }  // namespace
@@ -262,12 +309,13 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
         const bool xsmem = a.norm_w || !vec;
         const size_t sm = xsmem ? smem : 0;
-        auto k = !vec ? gemv_kernel<W, false, 4, true, false>
-                 : xsmem ? (gemv_unroll() == 8 ? gemv_kernel<W, true, 8, true, false> : gemv_kernel<W, true, 4, true, false>)
-                         : (gemv_unroll() == 8 ? gemv_kernel<W, true, 8, false, false> : gemv_kernel<W, true, 4, false, false>);
-        const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm));
-        if (ks > 1) k = xsmem ? gemv_kernel<W, true, 4, true, true> : gemv_kernel<W, true, 4, false, true>;
-        k<<<grid_for(rows, ks, resident_blocks(k, sm)), k_warps * 32, sm, s>>>(a, rows, ks);
+        switch (gemv_warps()) {
+        case 8: gemv_launch<8, 1, W>(a, rows, vec, xsmem, sm, s); break;
+        case 32: gemv_launch<32, 1, W>(a, rows, vec, xsmem, sm, s); break;
+        default:
+            if (gemv_two_blocks()) gemv_launch<16, 2, W>(a, rows, vec, xsmem, sm, s);
+            else gemv_launch<16, 1, W>(a, rows, vec, xsmem, sm, s);
+        }
     });
     TT_CUDA_LAUNCH_CHECK();
 }
@@ -279,11 +327,11 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
         const W *g = static_cast<const W*>(wg), *u = static_cast<const W*>(wu);
         const W *b1 = static_cast<const W*>(bg), *b2 = static_cast<const W*>(bu), *nw = static_cast<const W*>(norm_w);
         const bool vec = vectorizable(cols, sizeof(W), {wg, wu});
-        auto k = !vec ? gemv_gated_kernel<W, false, 4, false>
-                      : gemv_unroll() == 8 ? gemv_gated_kernel<W, true, 8, false> : gemv_gated_kernel<W, true, 4, false>;
-        const int ks = kslices_for(rows, cols, sizeof(W), vec, resident_blocks(k, smem));
-        if (ks > 1) k = gemv_gated_kernel<W, true, 4, true>;
-        k<<<grid_for(rows, ks, resident_blocks(k, smem)), k_warps * 32, smem, s>>>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y, ks);
+        switch (gemv_warps()) {
+        case 8: gated_launch<8, W>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y, vec, smem, s); break;
+        case 32: gated_launch<32, W>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y, vec, smem, s); break;
+        default: gated_launch<16, W>(g, u, b1, b2, rows, cols, x, nw, offset, eps, act, y, vec, smem, s);
+        }
     });
     TT_CUDA_LAUNCH_CHECK();
 }

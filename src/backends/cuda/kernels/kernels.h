@@ -71,8 +71,8 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
                 cudaStream_t s);
 
 // ---- activation.cu ----  prefill: out[t, i] = act(g[t, i]) * u[t, i] (+ biases), as out_dt.
-// g and u rows are ld floats apart (f when separate, 2f when gate and up share one GEMM output).
-void gated_act(const float* g, const float* u, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
+// g and u (in_dt) rows are ld elements apart (f when separate, 2f when gate and up share one GEMM output).
+void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
                GateAct act, void* out, DType out_dt, cudaStream_t s);
 // y[t, i] += b[i] (bias after a cuBLAS GEMM); when add non-null also y[t, i] += add[t, i].
 void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);

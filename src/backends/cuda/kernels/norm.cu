@@ -2,6 +2,7 @@
 // normalized row is written in the dtype the next consumer wants (bf16 for a cuBLAS GEMM).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 
 namespace tt::cuda {
 
@@ -10,6 +11,8 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add
                                         float eps, int hidden, O* out) {
     extern __shared__ float row[];  // [hidden]
     __shared__ float scratch[32];
+    pdl_wait();
+    pdl_launch_dependents();
     const size_t base = size_t(blockIdx.x) * hidden;
     if (add && add_norm_w) {
         // Gemma's post-norm: normalize the block output before it joins the residual.
@@ -42,8 +45,8 @@ void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const 
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O, {
         auto k = residual_rmsnorm_kernel<W, O>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        k<<<n, 256, smem, s>>>(x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
-                               static_cast<O*>(out));
+        launch(k, n, 256, smem, s, x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
+               static_cast<O*>(out));
     }));
     TT_CUDA_LAUNCH_CHECK();
 }

@@ -1,6 +1,7 @@
 // Token choice on the GPU: only the chosen id travels back to the host.
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 
 namespace tt::cuda {
 
@@ -45,6 +46,8 @@ __device__ unsigned g_arrivals;
 // Each block reduces a strided share of x to one pair; the last block to arrive reduces the pairs
 // (one launch: the step that ends every decoded token should not cost two).
 __global__ void __launch_bounds__(k_threads) argmax_kernel(const float* x, int n, int32_t* out) {
+    pdl_wait();
+    pdl_launch_dependents();
     float best = -INFINITY;
     int idx = 0x7fffffff;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) better(best, idx, x[i], i);
@@ -73,7 +76,7 @@ __global__ void __launch_bounds__(k_threads) argmax_kernel(const float* x, int n
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s) {
     // note: one block of 1024 threads took 50-60 us over a 150k vocabulary on the H200 (ncu).
     const int blocks = std::max(1, std::min(k_parts, (n + 4 * k_threads - 1) / (4 * k_threads)));
-    argmax_kernel<<<blocks, k_threads, 0, s>>>(x, n, out);
+    launch(argmax_kernel, blocks, k_threads, 0, s, x, n, out);
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -1,0 +1,44 @@
+// Kernel launch with programmatic dependent launch when the scope asks for it (see launch.h), and
+// the two device-side halves of the protocol.
+#pragma once
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/launch.h"
+
+#include <utility>
+
+namespace tt::cuda {
+
+// Waits until the previous kernel in the stream has finished and its writes are visible. A no-op
+// when the kernel was launched without PDL, and before sm_90.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the next kernel in the stream be scheduled now (its blocks take SM slots as ours free up).
+// Called right after pdl_wait(): the next kernel can then only run ahead of this one, never ahead
+// of the one before, so pdl_wait() keeps ordering every kernel after all earlier ones.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1]{};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = dependent_launch_flag() ? 1 : 0;
+    TT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace tt::cuda
