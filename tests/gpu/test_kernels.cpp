@@ -387,3 +387,82 @@ TEST(CudaKernels, EmbeddingArgmaxActivation) {
         EXPECT_LT(rel_err(dout2.get<float>(refb.size()), refb), 1e-6);
     }
 }
+
+// The flash-attention prefill kernel against attention computed in double on the CPU from the same
+// rounded inputs. Tolerance: the kernel rounds the (unnormalized) probabilities to the input dtype
+// before the P V product and rounds the output to it (2^-9 relative for bf16, 2^-11 for f16, each
+// term independently), so ||err|| / ||ref|| sits near 3e-3 for bf16 and 1e-3 for f16; a wrong
+// mask, fragment or tile bound gives errors of order 1. Rows are sampled in the large cases to keep
+// the reference fast; the row after the last is checked to stay untouched.
+TEST(CudaKernels, PrefillAttentionMatchesCpu) {
+    struct Case { int n_q, q_pos0, n_heads, n_kv, hd, window; float softcap, q_scale; int row_step; };
+    const Case cases[] = {
+        {1, 0, 4, 2, 64, 0, 0, 1, 1},          {1, 300, 8, 2, 128, 0, 0, 1, 1},        // one query, with and without a prefix
+        {37, 0, 4, 4, 64, 0, 0, 1, 1},         {200, 91, 16, 2, 128, 0, 0, 1, 1},      // group 1; group 8, chunked prefill
+        {200, 91, 8, 4, 128, 16, 0, 1, 1},     {333, 700, 8, 1, 64, 100, 50, 4, 1},    // window; window + softcap, group 8
+        {130, 0, 8, 8, 256, 0, 10, 4, 1},      {300, 45, 8, 4, 256, 40, 0, 1, 1},      // head_dim 256: softcap, window
+        {512, 0, 32, 8, 128, 0, 0, 1, 3},      {1000, 1048, 8, 2, 128, 0, 0, 1, 5},
+        {2048, 0, 32, 8, 128, 0, 0, 1, 9},     {129, 0, 4, 2, 128, 64, 0, 1, 1},       // the 8B shape; tile edges
+    };
+    for (DType dt : {DType::bf16, DType::f16}) {
+        for (const Case& c : cases) {
+            const int Q = c.n_heads * c.hd, KV = c.n_kv * c.hd, group = c.n_heads / c.n_kv;
+            const int n_keys = c.q_pos0 + c.n_q, n_ctx = n_keys + 3;
+            const int q_stride = Q + 2 * KV;  // q as the first part of a fused QKV row
+            auto q = randn(size_t(c.n_q) * q_stride, c.q_scale), k = randn(size_t(n_ctx) * KV), v = randn(size_t(n_ctx) * KV);
+            auto qb = store(q, dt), kb = store(k, dt), vb = store(v, dt);
+            const float scale = 1.0f / std::sqrt(float(c.hd));
+            std::vector<int> rows;
+            for (int i = 0; i < c.n_q; ++i)
+                if (i % c.row_step == 0 || i >= c.n_q - 2) rows.push_back(i);
+            std::vector<float> ref, got;
+            std::vector<double> sc, acc(size_t(c.hd));
+            const size_t es = dtype_size(dt);
+            Dev dq(qb), dk(kb), dv(vb), dout(size_t(c.n_q + 1) * Q * es);
+            cuda::PrefillAttnArgs a{};
+            a.q = dq.p; a.q_stride = q_stride; a.k_cache = dk.p; a.v_cache = dv.p; a.out = dout.p; a.out_stride = Q;
+            a.dt = dt; a.n_q = c.n_q; a.n_heads = c.n_heads; a.n_kv_heads = c.n_kv; a.head_dim = c.hd;
+            a.q_pos0 = c.q_pos0; a.window = c.window; a.scale = scale; a.softcap = c.softcap;
+            ASSERT_TRUE(cuda::prefill_attention_supported(dt, c.hd));
+            cuda::prefill_attention(a, nullptr);
+            const auto out = dout.get(size_t(c.n_q + 1) * Q, dt);
+            for (int i : rows) {
+                const int pos = c.q_pos0 + i, lo = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
+                for (int h = 0; h < c.n_heads; ++h) {
+                    const float* qh = &q[size_t(i) * q_stride + size_t(h) * c.hd];
+                    const size_t koff = size_t(h / group) * c.hd;
+                    sc.assign(size_t(pos - lo + 1), 0.0);
+                    double m = -INFINITY, l = 0;
+                    for (int j = lo; j <= pos; ++j) {
+                        double d = 0;
+                        for (int e = 0; e < c.hd; ++e) d += double(qh[e]) * k[size_t(j) * KV + koff + size_t(e)];
+                        double s = d * scale;
+                        if (c.softcap > 0) s = c.softcap * std::tanh(s / c.softcap);
+                        sc[size_t(j - lo)] = s;
+                        m = std::max(m, s);
+                    }
+                    std::fill(acc.begin(), acc.end(), 0.0);
+                    for (int j = lo; j <= pos; ++j) {
+                        const double p = std::exp(sc[size_t(j - lo)] - m);
+                        l += p;
+                        for (int e = 0; e < c.hd; ++e) acc[size_t(e)] += p * v[size_t(j) * KV + koff + size_t(e)];
+                    }
+                    for (int e = 0; e < c.hd; ++e) {
+                        ref.push_back(float(acc[size_t(e)] / l));
+                        got.push_back(out[size_t(i) * Q + size_t(h) * c.hd + size_t(e)]);
+                    }
+                }
+            }
+            const double tol = dt == DType::bf16 ? 1e-2 : 4e-3;
+            EXPECT_LT(rel_err(got, ref), tol) << dtype_name(dt) << " n_q " << c.n_q << " q_pos0 " << c.q_pos0 << " heads "
+                                              << c.n_heads << "/" << c.n_kv << " hd " << c.hd << " window " << c.window
+                                              << " softcap " << c.softcap;
+            // The poisoned row past n_q (0xff bytes: NaN) must be untouched.
+            bool untouched = true;
+            for (int e = 0; e < Q; ++e) untouched = untouched && std::isnan(out[size_t(c.n_q) * Q + size_t(e)]);
+            EXPECT_TRUE(untouched) << "wrote past n_q, n_q " << c.n_q;
+        }
+    }
+    EXPECT_FALSE(cuda::prefill_attention_supported(DType::f32, 128));
+    EXPECT_FALSE(cuda::prefill_attention_supported(DType::bf16, 96));
+}

@@ -109,6 +109,27 @@ size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits);
 void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,
                     int window, float scale, float softcap, cudaStream_t s);
 
+// ---- flash_attention.cu ----
+// Prefill attention without a score buffer (FlashAttention-2 style, tensor cores, sm_80+): for
+// each query head h and query i (at position q_pos0 + i), out = softmax(s) V over the keys
+// [lo, q_pos0 + i], lo = window > 0 ? max(0, pos - window + 1) : 0, where s = q.k * scale, then
+// s = softcap * tanh(s / softcap) when softcap > 0 (as masked_softmax); softmax in f32, the
+// probabilities rounded to dt for the P V product, f32 accumulation. GQA: q head h reads KV head
+// h / (n_heads / n_kv_heads). All pointers 16-byte aligned; strides multiples of 8 elements.
+struct PrefillAttnArgs {
+    const void* q; int q_stride;                // [n_q rows], row stride in elements; head h at h*head_dim (already roped/normed)
+    const void* k_cache; const void* v_cache;   // [n_ctx, n_kv_heads*head_dim] rows; keys 0..q_pos0+n_q-1 valid
+    void* out; int out_stride;                  // [n_q rows], head h at h*head_dim
+    DType dt;                                   // bf16 or f16 for q, caches and out
+    int n_q, n_heads, n_kv_heads, head_dim;
+    int q_pos0;                                 // query i sits at position q_pos0 + i
+    int window;                                 // sliding window (0 = full)
+    float scale, softcap;                       // softcap 0 = none
+};
+// bf16/f16 with head_dim 64, 128 or 256.
+bool prefill_attention_supported(DType dt, int head_dim);
+void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s);
+
 // ---- sampling.cu ----
 // *out = argmax(x[0..n)) (lowest index among ties).
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s);

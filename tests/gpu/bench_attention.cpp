@@ -1,0 +1,61 @@
+// Speed of the flash-attention prefill kernel, printed (not asserted) so the GPU log shows it:
+// causal self-attention of n tokens, FLOPs = 4 * head_dim * heads * (visible query-key pairs).
+// Run alone with: .carry/bin/gpu_tests --gtest_filter='CudaKernelsBench.*'
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "core/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+using namespace tt;
+
+TEST(CudaKernelsBench, PrefillAttentionSpeed) {
+    struct Shape { const char* name; int n, n_heads, n_kv, hd, window; };
+    const Shape shapes[] = {{"llama3-8b", 2048, 32, 8, 128, 0}, {"llama3-8b", 4096, 32, 8, 128, 0},
+                            {"llama3-8b", 16384, 32, 8, 128, 0}, {"hd64 16/4", 4096, 16, 4, 64, 0},
+                            {"gemma hd256 8/4", 4096, 8, 4, 256, 0}, {"window 1024", 8192, 32, 8, 128, 1024}};
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (const Shape& sh : shapes) {
+        const int Q = sh.n_heads * sh.hd, KV = sh.n_kv * sh.hd;
+        std::vector<float> q(size_t(sh.n) * Q), k(size_t(sh.n) * KV), v(size_t(sh.n) * KV);
+        for (auto* x : {&q, &k, &v})
+            for (float& f : *x) f = nd(rng);
+        cuda::Dev dq(cuda::store(q, DType::bf16)), dk(cuda::store(k, DType::bf16)), dv(cuda::store(v, DType::bf16));
+        cuda::Dev dout(size_t(sh.n) * Q * 2);
+        cuda::PrefillAttnArgs a{};
+        a.q = dq.p; a.q_stride = Q; a.k_cache = dk.p; a.v_cache = dv.p; a.out = dout.p; a.out_stride = Q;
+        a.dt = DType::bf16; a.n_q = sh.n; a.n_heads = sh.n_heads; a.n_kv_heads = sh.n_kv; a.head_dim = sh.hd;
+        a.q_pos0 = 0; a.window = sh.window; a.scale = 1.0f / std::sqrt(float(sh.hd)); a.softcap = 0;
+        for (int i = 0; i < 3; ++i) cuda::prefill_attention(a, nullptr);
+        cudaEvent_t e0, e1;
+        TT_CUDA_CHECK(cudaEventCreate(&e0));
+        TT_CUDA_CHECK(cudaEventCreate(&e1));
+        const int reps = 20;
+        TT_CUDA_CHECK(cudaEventRecord(e0));
+        for (int i = 0; i < reps; ++i) cuda::prefill_attention(a, nullptr);
+        TT_CUDA_CHECK(cudaEventRecord(e1));
+        TT_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        ms /= reps;
+        TT_CUDA_CHECK(cudaEventDestroy(e0));
+        TT_CUDA_CHECK(cudaEventDestroy(e1));
+        double pairs = 0;
+        for (int i = 0; i < sh.n; ++i) pairs += sh.window > 0 ? std::min(i + 1, sh.window) : i + 1;
+        const double tflops = 4.0 * sh.hd * sh.n_heads * pairs / (ms * 1e-3) / 1e12;
+        std::printf("[bench] prefill attention bf16 %-16s n=%-6d heads %d/%d hd %d window %d: %8.3f ms  %6.1f TFLOP/s\n",
+                    sh.name, sh.n, sh.n_heads, sh.n_kv, sh.hd, sh.window, ms, tflops);
+        // Not a speed assertion; only that the timed launches produced numbers everywhere.
+        const auto out = dout.get(size_t(sh.n) * Q, DType::bf16);
+        size_t bad = 0;
+        for (float f : out) bad += std::isfinite(f) ? 0 : 1;
+        EXPECT_EQ(bad, 0u) << sh.name << " n=" << sh.n;
+    }
+}
