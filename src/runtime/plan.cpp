@@ -45,8 +45,8 @@ std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 }  // namespace
 
 uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t we, size_t ke) {
-    // Mirrors CudaBackend::prefill's buffers: px, ph, pqkv, pqb, pscores, pprobs, patt, ptmp, pgu,
-    // pact, pids, plus the logits of one row.
+    // Mirrors CudaBackend::prefill's buffers: px, ph, pqkv, pqb, pscores and pprobs (without the
+    // flash-attention kernel), patt, ptmp, pgu, pact, pids, plus the logits of one row.
     const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = std::min<uint64_t>(T, 512);
     const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
     uint64_t b = 0;
@@ -54,8 +54,10 @@ uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_
     b += T * H * we;                     // ph: normalized input
     b += T * (Q + 2 * KV) * 4;           // pqkv
     b += T * Q * ke;                     // pqb: roped q
-    b += uint64_t(s.n_heads) * qc * K * 4;   // pscores
-    b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
+    if (prefill_scores_materialized(s, ke)) {
+        b += uint64_t(s.n_heads) * qc * K * 4;   // pscores
+        b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
+    }
     b += T * Q * we;                     // patt
     b += T * std::max(H, F) * 4;         // ptmp
     b += T * 2 * F * we;                 // pgu: gate and up, in the weights' dtype
@@ -63,6 +65,10 @@ uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_
     b += T * 4;                          // pids
     b += uint64_t(s.vocab_size) * 4;     // plogits, last row
     return b;
+}
+
+bool prefill_scores_materialized(const ModelSpec& s, size_t kv_elem) {
+    return kv_elem != 2 || (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256);
 }
 
 uint64_t decode_activation_bytes(const ModelSpec& s) {

@@ -148,6 +148,11 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
 // Bytes of the prefill workspace for chunks of `tokens` with up to `keys` cached positions (the
 // CUDA backend's buffers), and of the decode activations.
 uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t weight_elem, size_t kv_elem);
+// Whether prefill attention materializes its scores (f32 [heads, 512, keys] plus the
+// probabilities): when the flash-attention kernel does not cover the model — f32 KV caches and
+// head dims other than 64, 128 and 256 (mirrors prefill_attention_supported in
+// src/backends/cuda/kernels/flash_attention.cu; the CUDA backend checks that they agree).
+bool prefill_scores_materialized(const ModelSpec& s, size_t kv_elem);
 uint64_t decode_activation_bytes(const ModelSpec& s);
 // Multiply-adds ×2 of a prefill of n tokens from an empty cache, logits of the last token only.
 double prefill_flops(const ModelSpec& s, int n);

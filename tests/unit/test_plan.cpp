@@ -19,13 +19,14 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 // Fixed working set by hand:
 //   KV cache           2 * 4 layers * 64 positions * 128 kv_dim * 2 B          =    131,072
 //   prefill workspace  T = K = 64: px 65536 + ph 32768 + pqkv 131072 + pqb 32768
-//                      + scores 65536 + probs 32768 + att 32768 + tmp 131072
-//                      + gate/up 131072 + act 65536 + ids 256 + logits 4000   =    725,152
+//                      + att 32768 + tmp 131072 + gate/up 131072 + act 65536
+//                      + ids 256 + logits 4000 (bf16, head_dim 64: flash
+//                      attention, no score buffers)                           =    626,848
 //   activations        (256 + 2*256 + 2*128 + 512 + 512 + 1000) * 4
 //                      + 4 heads * 256 splits * 66 * 4 + 64                   =    282,592
 //   cuBLAS 64 MiB + slack 256 MiB                                             = 335,544,320
-//   total                                                                     = 336,683,136
-constexpr uint64_t k_fixed = 336683136;
+//   total                                                                     = 336,584,832
+constexpr uint64_t k_fixed = 336584832;
 
 PlanInput small_input() {
     PlanInput in;
@@ -62,7 +63,15 @@ PlanInput small_input() {
 
 TEST(Plan, FixedCostsByHand) {
     const PlanInput in = small_input();
-    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 725152u);
+    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 626848u);
+    // An f32 KV cache has no flash kernel: + scores 4 heads*64*64*4 + probs 4*64*64*4, and the
+    // roped q in f32 (+ 64*256*2).
+    EXPECT_TRUE(prefill_scores_materialized(in.spec, 4));
+    EXPECT_FALSE(prefill_scores_materialized(in.spec, 2));
+    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 4) - prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 65536u + 65536u + 32768u);
+    ModelSpec odd = in.spec;
+    odd.head_dim = 96;  // phi3's
+    EXPECT_TRUE(prefill_scores_materialized(odd, 2));
     EXPECT_EQ(decode_activation_bytes(in.spec), 282592u);
 }
 

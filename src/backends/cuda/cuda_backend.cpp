@@ -9,8 +9,10 @@
 // The safe profile feeds prompts through this step one token at a time (f32 activations).
 //
 // Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),
-// attention as two batched GEMMs around a masked softmax, processed in query chunks whose key
-// range stops at the chunk's last position (the causal mask makes later keys useless).
+// the residual adds in the GEMM epilogue; attention by the flash kernel (flash_attention.cu) for
+// bf16/f16 caches with head_dim 64/128/256, otherwise as two batched GEMMs around a masked
+// softmax, processed in query chunks whose key range stops at the chunk's last position (the
+// causal mask makes later keys useless).
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cuda/cuda_check.h"
@@ -143,6 +145,7 @@ private:
     Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
+    bool flash_ = false;             // prefill attention by the flash kernel (no score buffers)
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
     cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
@@ -188,6 +191,11 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
     const char* pdl_env = std::getenv("TT_PDL");
     dependent_launch_ = devices[size_t(device_)].cc_major >= 9 && !ws_->streaming() && !(pdl_env && std::string(pdl_env) == "0");
+    flash_ = kvdt_ == wdt_ && prefill_attention_supported(kvdt_, spec_.head_dim);
+    TT_ASSERT(flash_ == !prefill_scores_materialized(spec_, dtype_size(kvdt_)));  // the planner counted the same buffers
+    if (!flash_)
+        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of 512 "
+                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim);
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -431,8 +439,10 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         ph_ = DeviceBuffer(T * H * we);
         pqkv_ = DeviceBuffer(T * (Q + 2 * KV) * 4);
         pqb_ = DeviceBuffer(T * Q * ke);
-        pscores_ = DeviceBuffer(size_t(s.n_heads) * qc * K * 4);
-        pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
+        if (!flash_) {
+            pscores_ = DeviceBuffer(size_t(s.n_heads) * qc * K * 4);
+            pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
+        }
         patt_ = DeviceBuffer(T * Q * we);
         ptmp_ = DeviceBuffer(T * std::max(H, F) * 4);
         pgu_ = DeviceBuffer(T * 2 * F * we);
@@ -468,39 +478,50 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
         rope_qkv(r, stream_);
 
-        // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
-        // out = P V. Heads that share a KV head are batched with a stride over the group.
-        const cudaDataType_t kt = cuda_type(kvdt_);
-        for (int c0 = 0; c0 < n; c0 += k_q_chunk) {
-            const int nq = std::min(k_q_chunk, n - c0);
-            const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
-            const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
-            const int nk_used = nk - k_lo;
-            const float one = 1.0f, zero = 0.0f;
-            for (int j = 0; j < group; ++j) {
-                // For kv head g: q head = g*group + j. Batch over g.
-                const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
-                const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
-                float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
-                // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
-                TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                    cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
-                    (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
-                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-            }
-            // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
-            // head order does not matter there, only in the P V product below.
-            masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
-                           sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
-            for (int j = 0; j < group; ++j) {
-                const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
-                const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
-                void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
-                // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
-                TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                    cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
-                    (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
-                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        if (flash_) {
+            PrefillAttnArgs fa{};
+            fa.q = pqb_.ptr; fa.q_stride = Q;
+            fa.k_cache = L.k_cache.ptr; fa.v_cache = L.v_cache.ptr;
+            fa.out = patt_.ptr; fa.out_stride = Q;
+            fa.dt = kvdt_; fa.n_q = n; fa.n_heads = s.n_heads; fa.n_kv_heads = s.n_kv_heads; fa.head_dim = HD;
+            fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
+            fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
+            prefill_attention(fa, stream_);
+        } else {
+            // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
+            // out = P V. Heads that share a KV head are batched with a stride over the group.
+            const cudaDataType_t kt = cuda_type(kvdt_);
+            for (int c0 = 0; c0 < n; c0 += k_q_chunk) {
+                const int nq = std::min(k_q_chunk, n - c0);
+                const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
+                const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
+                const int nk_used = nk - k_lo;
+                const float one = 1.0f, zero = 0.0f;
+                for (int j = 0; j < group; ++j) {
+                    // For kv head g: q head = g*group + j. Batch over g.
+                    const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
+                    const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
+                    float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
+                    // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
+                    TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
+                        (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                }
+                // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
+                // head order does not matter there, only in the P V product below.
+                masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
+                               sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
+                for (int j = 0; j < group; ++j) {
+                    const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
+                    const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
+                    void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
+                    // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
+                    TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                        cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
+                        (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                }
             }
         }
         // The projections back into the residual stream: added by the GEMM itself (beta = 1 on

@@ -6,14 +6,16 @@
 
 namespace tt::cuda {
 
+// One grid row per token, threads across the columns: no 64-bit division per element (which held
+// this kernel to a third of the memory bandwidth on the H200).
 template <typename G, typename W, typename O>
-__global__ void gated_act_kernel(const G* g, const G* u, int ld, const W* bg, const W* bu, int64_t n, int f,
-                                 GateAct act, O* out) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-        const int c = int(i % f);
-        const int64_t src = (i / f) * ld + c;
-        const float gv = to_float(g[src]) + (bg ? to_float(bg[c]) : 0.0f), uv = to_float(u[src]) + (bu ? to_float(bu[c]) : 0.0f);
-        out[i] = from_float<O>((act == GateAct::silu ? silu(gv) : gelu_tanh(gv)) * uv);
+__global__ void gated_act_kernel(const G* g, const G* u, int ld, const W* bg, const W* bu, int f, GateAct act, O* out) {
+    const size_t row = blockIdx.y;
+    const G *gr = g + row * ld, *ur = u + row * ld;
+    O* orow = out + row * f;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < f; c += gridDim.x * blockDim.x) {
+        const float gv = to_float(gr[c]) + (bg ? to_float(bg[c]) : 0.0f), uv = to_float(ur[c]) + (bu ? to_float(bu[c]) : 0.0f);
+        orow[c] = from_float<O>((act == GateAct::silu ? silu(gv) : gelu_tanh(gv)) * uv);
     }
 }
 
@@ -21,11 +23,12 @@ static unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + 2
 
 void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
                GateAct act, void* out, DType out_dt, cudaStream_t s) {
-    const int64_t total = int64_t(n) * f;
+    if (n > 65535) fail("gated_act: {} rows exceed the grid's 65535", n);
+    const dim3 grid(blocks_for(f), unsigned(n));
     TT_DISPATCH_FLOAT(in_dt, G, TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O,
-        gated_act_kernel<G, W, O><<<blocks_for(total), 256, 0, s>>>(static_cast<const G*>(g), static_cast<const G*>(u), ld,
-                                                                  static_cast<const W*>(bg), static_cast<const W*>(bu), total, f,
-                                                                  act, static_cast<O*>(out)))));
+        gated_act_kernel<G, W, O><<<grid, 256, 0, s>>>(static_cast<const G*>(g), static_cast<const G*>(u), ld,
+                                                     static_cast<const W*>(bg), static_cast<const W*>(bu), f, act,
+                                                     static_cast<O*>(out)))));
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -115,8 +115,8 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 // add up through shared memory — for matrices with too few rows to give every warp one (the
 // output and down projections of small models), where a warp per row left most of the GPU idle.
 template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, bool SLICED, int WARPS, typename RowsOf, typename Epilogue>
-__device__ void stream_rows(int rows, int cols, int kslices_arg, bool l2_prefetch, const float* x, const W* norm_w, float offset,
-                            float eps, RowsOf rows_of, Epilogue epilogue) {
+__device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x, const W* norm_w, float offset, float eps,
+                            RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ float s_x[];
     __shared__ float s_part[WARPS][R];
     // A compile-time 1 unless SLICED: the common path keeps the register budget (and so the
@@ -136,16 +136,6 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, bool l2_prefetc
             for (int i = 0; i < R; ++i) w[i] += c0;
             pre.load(w, lane);
             have_pre = true;
-            if (l2_prefetch) {
-                // The rest of the first row into L2 as well, a 128-byte line per lane and step:
-                // under PDL a block is often resident early (beside the latency-bound attention
-                // kernel, say), and DRAM would otherwise idle until the wait below returns.
-                const int bytes = slice_cols * int(sizeof(W));
-#pragma unroll
-                for (int i = 0; i < R; ++i)
-                    for (int off = UNROLL * 512 + lane * 128; off < bytes; off += 32 * 128)
-                        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(w[i]) + off));
-            }
         }
     }
     // Under PDL the loads above overlap the previous kernel's tail; x is its output.
@@ -185,7 +175,7 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, bool l2_prefetc
 }
 
 template <typename W, bool VECTOR, int UNROLL, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
-__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices, bool l2_prefetch) {
+__global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
         int seg = 0;
         while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
@@ -198,14 +188,14 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
     };
-    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, l2_prefetch, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
+    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
                                              a.norm_eps, rows_of, epilogue);
 }
 
 template <typename W, bool VECTOR, int UNROLL, bool SLICED, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
-                      const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices, bool l2_prefetch) {
+                      const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[2]) {
         w[0] = wg + size_t(r) * cols;
         w[1] = wu + size_t(r) * cols;
@@ -214,7 +204,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED, WARPS>(rows, cols, kslices, l2_prefetch, x, norm_w, offset, eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED, WARPS>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
 }
 
 // 16-byte loads need every row to start 16-byte aligned: cols * sizeof(W) % 16 == 0 and the base
@@ -241,25 +231,9 @@ int resident_blocks(K kernel, size_t smem, int warps) {
     return cache[key] = std::max(1, sms * per_sm);
 }
 
-// Warps per row (1, 2, 4 or 8): more when the rows alone would leave resident warps idle, as long
-// as each slice keeps whole 16-byte vectors for every lane at least twice.
-int kslices_for(int rows, int cols, size_t elem, bool vec, int resident, int warps) {
-    int k = 1;
-    const int vec_elems = int(16 / elem);
-    while (vec && k < warps && size_t(rows) * k * 2 <= size_t(resident) * warps && cols % (2 * k * vec_elems) == 0 &&
-           cols / (2 * k) >= 64 * vec_elems)
-        k *= 2;
-    return k;
-}
-
-unsigned grid_for(int rows, int kslices, int resident, int warps) {
-    const int per_block = warps / kslices;
-    return unsigned(std::min((rows + per_block - 1) / per_block, resident));
-}
-
-// A/B knobs for docs/BENCHMARKS.md: warps per block (TT_GEMV_WARPS: 8, 16 or 32; default 16),
+// A/B knobs for docs/BENCHMARKS.md: warps per block (TT_GEMV_WARPS: 8, 16 or 32; default 16) and
 // TT_GEMV_MIN_BLOCKS=1 (16 warps only: let the compiler use more registers than two blocks per SM
-// allow) and TT_GEMV_PREFETCH=0 (no L2 prefetch of the first row).
+// allow).
 int env_int(const char* name, int fallback) {
     const char* e = std::getenv(name);
     return e ? std::atoi(e) : fallback;
@@ -275,9 +249,23 @@ bool gemv_two_blocks() {
     static const bool b = env_int("TT_GEMV_MIN_BLOCKS", 2) == 2;
     return b;
 }
-bool gemv_l2_prefetch() {
-    static const bool b = env_int("TT_GEMV_PREFETCH", 1) == 1;
-    return b;
+
+// Warps per row (1, 2, 4 or 8): more when the rows alone would leave resident warps idle, as long
+// as each slice keeps whole 16-byte vectors for every lane at least twice. (Choosing k by the
+// fewest passes over the resident warps — balancing the last pass — measured slower on the H200,
+// docs/BENCHMARKS.md.)
+int kslices_for(int rows, int cols, size_t elem, bool vec, int resident, int warps) {
+    int k = 1;
+    const int vec_elems = int(16 / elem);
+    while (vec && k < warps && size_t(rows) * k * 2 <= size_t(resident) * warps && cols % (2 * k * vec_elems) == 0 &&
+           cols / (2 * k) >= 64 * vec_elems)
+        k *= 2;
+    return k;
+}
+
+unsigned grid_for(int rows, int kslices, int resident, int warps) {
+    const int per_block = warps / kslices;
+    return unsigned(std::min((rows + per_block - 1) / per_block, resident));
 }
 
 template <int WARPS, int MINB, typename W>
@@ -286,7 +274,7 @@ void gemv_launch(const GemvArgs& a, int rows, bool vec, bool xsmem, size_t sm, c
              : xsmem ? gemv_kernel<W, true, 4, true, false, WARPS, MINB> : gemv_kernel<W, true, 4, false, false, WARPS, MINB>;
     const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm, WARPS), WARPS);
     if (ks > 1) k = xsmem ? gemv_kernel<W, true, 4, true, true, WARPS, MINB> : gemv_kernel<W, true, 4, false, true, WARPS, MINB>;
-    launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks, gemv_l2_prefetch());
+    launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks);
 }
 
 template <int WARPS, typename W>
@@ -296,7 +284,7 @@ void gated_launch(const W* g, const W* u, const W* b1, const W* b2, int rows, in
     const int ks = kslices_for(rows, cols, sizeof(W), vec, resident_blocks(k, smem, WARPS), WARPS);
     if (ks > 1) k = gemv_gated_kernel<W, true, 4, true, WARPS>;
     launch(k, grid_for(rows, ks, resident_blocks(k, smem, WARPS), WARPS), WARPS * 32, smem, s, g, u, b1, b2, rows, cols, x, nw,
-           offset, eps, act, y, ks, gemv_l2_prefetch());
+           offset, eps, act, y, ks);
 }
 
 }  // namespace
