@@ -20,7 +20,7 @@ for shape in "${shapes[@]}"; do
   echo "== $shape"
   $TT -q bench "$work/$shape.thin" --device cuda --prompt-lengths 2048 --gen-tokens 128 --reps 2 | tail -3
   # A/B knobs of the decode kernels (docs/BENCHMARKS.md): tg128 only.
-  for knob in TT_PDL=0 TT_GEMV_BALANCE=0 TT_GEMV_MIN_BLOCKS=1; do
+  for knob in TT_PDL=0 TT_GEMV_WARPS=8 TT_GEMV_MIN_BLOCKS=1; do
     echo "$knob: $(env $knob $TT -q bench "$work/$shape.thin" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 2 | grep tg128)"
   done
 done 2>&1 | tee "$OUT/quick_bench.log"

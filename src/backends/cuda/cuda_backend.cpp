@@ -6,6 +6,8 @@
 // the output projection with the residual add fused, one gated GEMV (gate and up with the MLP norm
 // fused), and the down projection with the residual add fused. The whole step, token in to token
 // id out, is captured once in a CUDA graph and replayed; positions are read from device memory.
+// On sm_90 the step's kernels are captured with programmatic dependent launch (kernels/launch.h):
+// each starts while the previous drains and waits for it only where it reads its output.
 // The safe profile feeds prompts through this step one token at a time (f32 activations).
 //
 // Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),

@@ -278,6 +278,30 @@ std::vector<Measured> decode_attention_case(Rng& r, DType kv_dt, int n_sms) {
     return {{rel_err(dout.get(ref.size()), ref), tol(DType::f32)}};
 }
 
+std::vector<Measured> prefill_attention_case(Rng& r, DType dt) {
+    // The flash kernel: GQA, 40 new queries after 13 cached positions (a partial tile and a
+    // prefix), soft-capping; bf16/f16 only (the dtypes it runs).
+    const int n_heads = 4, n_kv = 2, hd = 64, n_q = 40, q0 = 13, n_keys = q0 + n_q;
+    const float softcap = 30.0f, scale = 1.0f / std::sqrt(float(hd));
+    const int Q = n_heads * hd, KV = n_kv * hd, group = n_heads / n_kv;
+    auto q = r.randn(size_t(n_q) * Q), k = r.randn(size_t(n_keys) * KV), v = r.randn(size_t(n_keys) * KV);
+    auto qb = store(q, dt), kb = store(k, dt), vb = store(v, dt);
+    Floats ref(q.size()), scores(static_cast<size_t>(n_keys));
+    for (int i = 0; i < n_q; ++i)
+        for (int h = 0; h < n_heads; ++h)
+            cpu::attend_head(&q[size_t(i) * Q + size_t(h) * hd], k.data(), v.data(), KV, (h / group) * hd, hd, 0, q0 + i, scale,
+                             softcap, scores.data(), &ref[size_t(i) * Q + size_t(h) * hd]);
+    Dev dq(qb), dk(kb), dv(vb), dout(ref.size() * dtype_size(dt));
+    PrefillAttnArgs a{};
+    a.q = dq.p; a.q_stride = Q;
+    a.k_cache = dk.p; a.v_cache = dv.p;
+    a.out = dout.p; a.out_stride = Q;
+    a.dt = dt; a.n_q = n_q; a.n_heads = n_heads; a.n_kv_heads = n_kv; a.head_dim = hd;
+    a.q_pos0 = q0; a.window = 0; a.scale = scale; a.softcap = softcap;
+    prefill_attention(a, nullptr);
+    return {{rel_err(dout.get(ref.size(), dt), ref), tol(dt)}};
+}
+
 std::vector<Measured> masked_softmax_case(Rng& r, DType out_dt) {
     // Causal mask with queries starting at position 11, and a sliding window of 6.
     const int heads = 2, nq = 9, nk = 20, q0 = 11, window = 6;
@@ -369,6 +393,8 @@ std::vector<KernelCheck> self_test_kernels(int device) {
     for (DType dt : k_dtypes) run_case(out, device, "rope_qkv", dt, [&] { return rope_case(r, dt); });
     for (DType dt : k_dtypes)
         run_case(out, device, "decode_attention", dt, [&] { return decode_attention_case(r, dt, n_sms); });
+    for (DType dt : {DType::f16, DType::bf16})
+        run_case(out, device, "prefill_attention", dt, [&] { return prefill_attention_case(r, dt); });
     for (DType dt : k_dtypes) run_case(out, device, "masked_softmax", dt, [&] { return masked_softmax_case(r, dt); });
     for (DType dt : k_dtypes) run_case(out, device, "embedding", dt, [&] { return embedding_case(r, dt); });
     run_case(out, device, "argmax", DType::f32, [&] { return argmax_case(r); });

@@ -2,9 +2,10 @@
 // blocks per KV head, each block scores its keys for all query heads of the GQA group (K and V rows
 // read once), keeps an unnormalized partial output with its running max and sum, and the last
 // block to finish merges the splits. RoPE and the KV-cache write of the new token can ride in the
-// same launch (one kernel per layer instead of three, which is what small models pay for). The split size is computed on the device from the current length, so
-// one graph-captured launch serves every position. Prefill: the masked softmax between the two
-// cuBLAS products (scores = Q K^T, out = P V).
+// same launch (one kernel per layer instead of three, which is what small models pay for). The
+// split size is computed on the device from the current length, so one graph-captured launch
+// serves every position. Prefill, for the models the flash kernel (flash_attention.cu) does not
+// cover: the masked softmax between the two cuBLAS products (scores = Q K^T, out = P V).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"

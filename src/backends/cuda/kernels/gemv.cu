@@ -19,30 +19,41 @@ namespace {
 
 // Warps per block: the WARPS template parameter (see gemv_warps()).
 
-// Loads x into shared memory as f32 with 16-byte loads (cols % 4 == 0 and x aligned, else scalar),
-// optionally RMS-normalized with norm_w (+ offset).
+// Loads x into shared memory as f32 with 16-byte loads (cols % 4 == 0 and x aligned, else scalar).
+// With norm_w, what is stored is x * (norm_w + offset) and the return value is the RMS factor
+// 1 / sqrt(mean(x^2) + eps), which the caller applies to each dot product instead: the factor is a
+// scalar, so the weighted x needs no block-wide reduction first. One barrier instead of three, and
+// no second pass over shared memory — that prologue sat between the q/k/v GEMV's first loads and
+// the rest of its (short) run. Otherwise returns 1.
 template <typename W>
-__device__ void load_x(float* s_x, const float* x, int cols, const W* norm_w, float offset, float eps) {
+__device__ float load_x(float* s_x, const float* x, int cols, const W* norm_w, float offset, float eps) {
     __shared__ float scratch[32];
     float ss = 0;
+    auto scale = [&](int i) { return norm_w ? to_float(norm_w[i]) + offset : 1.0f; };
     if ((cols & 3) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
         for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
             const float4 v = reinterpret_cast<const float4*>(x)[i];
-            reinterpret_cast<float4*>(s_x)[i] = v;
+            reinterpret_cast<float4*>(s_x)[i] = make_float4(v.x * scale(4 * i), v.y * scale(4 * i + 1), v.z * scale(4 * i + 2),
+                                                            v.w * scale(4 * i + 3));
             ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
         }
     } else {
         for (int i = threadIdx.x; i < cols; i += blockDim.x) {
             const float v = x[i];
-            s_x[i] = v;
+            s_x[i] = v * scale(i);
             ss += v * v;
         }
     }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = int(blockDim.x >> 5);
     if (norm_w) {
-        const float inv = rsqrtf(block_sum(ss, scratch) / cols + eps);
-        for (int i = threadIdx.x; i < cols; i += blockDim.x) s_x[i] = s_x[i] * inv * (to_float(norm_w[i]) + offset);
+        ss = warp_sum(ss);
+        if (lane == 0) scratch[warp] = ss;
     }
-    __syncthreads();
+    __syncthreads();  // s_x and the per-warp sums are complete
+    if (!norm_w) return 1.0f;
+    float total = 0;
+    for (int k = 0; k < n_warps; ++k) total += scratch[k];  // the same order in every thread
+    return rsqrtf(total / cols + eps);
 }
 
 template <typename W>
@@ -142,8 +153,9 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
     pdl_wait();
     pdl_launch_dependents();
     const float* xin = x;
+    float x_scale = 1.0f;  // the RMS factor of a fused pre-norm (see load_x)
     if constexpr (XSMEM) {
-        load_x(s_x, x, cols, norm_w, offset, eps);
+        x_scale = load_x(s_x, x, cols, norm_w, offset, eps);
         xin = s_x;
     }
     for (int g = blockIdx.x; g * rows_per_group < rows; g += gridDim.x) {  // uniform over the block
@@ -155,6 +167,8 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
 #pragma unroll
             for (int i = 0; i < R; ++i) w[i] += c0;
             rows_dot<W, VECTOR, UNROLL, R>(w, xin + c0, slice_cols, pre, have_pre && g == int(blockIdx.x), sums);
+#pragma unroll
+            for (int i = 0; i < R; ++i) sums[i] *= x_scale;
         }
         if (!SLICED) {
             if (lane == 0 && r < rows) epilogue(r, sums);
