@@ -46,7 +46,8 @@ std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t we, size_t ke) {
     // Mirrors CudaBackend::prefill's buffers: px, ph, pqkv, pqb, pscores and pprobs (without the
-    // flash-attention kernel), patt, ptmp, pgu, pact, pids, plus the logits of one row.
+    // flash-attention kernel), patt, ptmp (with sandwich norms), pgu, pact, pids, plus the logits
+    // of one row.
     const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = std::min<uint64_t>(T, 512);
     const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
     uint64_t b = 0;
@@ -59,7 +60,7 @@ uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_
         b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
     }
     b += T * Q * we;                     // patt
-    b += T * std::max(H, F) * 4;         // ptmp
+    if (s.sandwich_norm) b += T * H * 4; // ptmp: Gemma's projections before their post-norm
     b += T * 2 * F * we;                 // pgu: gate and up, in the weights' dtype
     b += T * F * we;                     // pact
     b += T * 4;                          // pids

@@ -19,14 +19,14 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 // Fixed working set by hand:
 //   KV cache           2 * 4 layers * 64 positions * 128 kv_dim * 2 B          =    131,072
 //   prefill workspace  T = K = 64: px 65536 + ph 32768 + pqkv 131072 + pqb 32768
-//                      + att 32768 + tmp 131072 + gate/up 131072 + act 65536
-//                      + ids 256 + logits 4000 (bf16, head_dim 64: flash
-//                      attention, no score buffers)                           =    626,848
+//                      + att 32768 + gate/up 131072 + act 65536 + ids 256
+//                      + logits 4000 (bf16, head_dim 64: flash attention, no
+//                      score buffers; no sandwich norms, no tmp)              =    495,776
 //   activations        (256 + 2*256 + 2*128 + 512 + 512 + 1000) * 4
 //                      + 4 heads * 256 splits * 66 * 4 + 64                   =    282,592
 //   cuBLAS 64 MiB + slack 256 MiB                                             = 335,544,320
-//   total                                                                     = 336,584,832
-constexpr uint64_t k_fixed = 336584832;
+//   total                                                                     = 336,453,760
+constexpr uint64_t k_fixed = 336453760;
 
 PlanInput small_input() {
     PlanInput in;
@@ -63,7 +63,7 @@ PlanInput small_input() {
 
 TEST(Plan, FixedCostsByHand) {
     const PlanInput in = small_input();
-    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 626848u);
+    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 495776u);
     // An f32 KV cache has no flash kernel: + scores 4 heads*64*64*4 + probs 4*64*64*4, and the
     // roped q in f32 (+ 64*256*2).
     EXPECT_TRUE(prefill_scores_materialized(in.spec, 4));
@@ -72,6 +72,10 @@ TEST(Plan, FixedCostsByHand) {
     ModelSpec odd = in.spec;
     odd.head_dim = 96;  // phi3's
     EXPECT_TRUE(prefill_scores_materialized(odd, 2));
+    // Sandwich norms (Gemma) keep each projection in f32 before its post-norm: + 64 * 256 * 4.
+    ModelSpec gemma = in.spec;
+    gemma.sandwich_norm = true;
+    EXPECT_EQ(prefill_workspace_bytes(gemma, 64, 64, 2, 2) - prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 65536u);
     EXPECT_EQ(decode_activation_bytes(in.spec), 282592u);
 }
 

@@ -446,7 +446,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
             pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
         }
         patt_ = DeviceBuffer(T * Q * we);
-        ptmp_ = DeviceBuffer(T * std::max(H, F) * 4);
+        if (s.sandwich_norm) ptmp_ = DeviceBuffer(T * H * 4);  // a projection before its post-norm
         pgu_ = DeviceBuffer(T * 2 * F * we);
         pact_ = DeviceBuffer(T * F * we);
         pids_ = DeviceBuffer(T * 4);

@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(32 * FaCfg<HD>::warps, FaCfg<HD>::min_blocks) 
 }
 
 template <typename T, int HD>
-void launch(const PrefillAttnArgs& a, cudaStream_t s) {
+void launch_attention(const PrefillAttnArgs& a, cudaStream_t s) {
     constexpr int BM = 16 * FaCfg<HD>::warps;
     constexpr size_t smem = fa_smem_bytes<HD>();
     auto k = a.softcap > 0 ? prefill_attn_kernel<T, HD, true> : prefill_attn_kernel<T, HD, false>;
@@ -327,13 +327,13 @@ void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s) {
              "(q_stride {}, out_stride {})", a.q_stride, a.out_stride);
     if (a.n_q == 0) return;
     if (a.dt == DType::bf16) {
-        if (a.head_dim == 64) launch<__nv_bfloat16, 64>(a, s);
-        else if (a.head_dim == 128) launch<__nv_bfloat16, 128>(a, s);
-        else launch<__nv_bfloat16, 256>(a, s);
+        if (a.head_dim == 64) launch_attention<__nv_bfloat16, 64>(a, s);
+        else if (a.head_dim == 128) launch_attention<__nv_bfloat16, 128>(a, s);
+        else launch_attention<__nv_bfloat16, 256>(a, s);
     } else {
-        if (a.head_dim == 64) launch<__half, 64>(a, s);
-        else if (a.head_dim == 128) launch<__half, 128>(a, s);
-        else launch<__half, 256>(a, s);
+        if (a.head_dim == 64) launch_attention<__half, 64>(a, s);
+        else if (a.head_dim == 128) launch_attention<__half, 128>(a, s);
+        else launch_attention<__half, 256>(a, s);
     }
     TT_CUDA_LAUNCH_CHECK();
 }
