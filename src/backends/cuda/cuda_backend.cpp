@@ -532,8 +532,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32
         // for the largest activation of the layer (f32 models keep f32).
         void* gu = pgu_.ptr;
-        const size_t gue = dtype_size(wdt_);
-        void* up = static_cast<uint8_t*>(gu) + size_t(F) * gue;
+        void* up = static_cast<uint8_t*>(gu) + size_t(F) * we;
         if (L.gate_up_adjacent) {
             gemm(L.w_gate, 2 * F, H, ph_.ptr, n, gu, wdt_, 2 * F);
         } else {

@@ -70,23 +70,26 @@ __device__ __forceinline__ float dot16(const int4& v, const float* xs) {
     return acc;
 }
 
-// The loads of one step of a warp: UNROLL 16-byte pieces of each of R rows per lane.
-template <int UNROLL, int R>
+// 16-byte loads in flight per lane and row (8 measured no faster on the H200, docs/BENCHMARKS.md).
+constexpr int k_unroll = 4;
+
+// The loads of one step of a warp: k_unroll 16-byte pieces of each of R rows per lane.
+template <int R>
 struct Batch {
-    int4 v[R][UNROLL];
+    int4 v[R][k_unroll];
     template <typename W>
     __device__ __forceinline__ void load(const W* const (&w)[R], int i) {
 #pragma unroll
         for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) v[r][u] = __ldg(reinterpret_cast<const int4*>(w[r]) + i + 32 * u);
+            for (int u = 0; u < k_unroll; ++u) v[r][u] = __ldg(reinterpret_cast<const int4*>(w[r]) + i + 32 * u);
     }
 };
 
 // Dot products of R weight rows (gate and up: R = 2) with x, by one warp; `pre` holds the first
 // batch when `have_pre` (loaded before the block's prologue). Every lane ends with the sums.
-template <typename W, bool VECTOR, int UNROLL, int R>
-__device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const Batch<UNROLL, R>& pre, bool have_pre,
+template <typename W, bool VECTOR, int R>
+__device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const Batch<R>& pre, bool have_pre,
                          float (&out)[R]) {
     const int lane = threadIdx.x & 31;
     float acc[R] = {};
@@ -94,8 +97,8 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
         constexpr int vec = 16 / sizeof(W);
         const int n4 = cols / vec;
         int i = lane;
-        for (; i + 32 * (UNROLL - 1) < n4; i += 32 * UNROLL) {
-            Batch<UNROLL, R> b;
+        for (; i + 32 * (k_unroll - 1) < n4; i += 32 * k_unroll) {
+            Batch<R> b;
             if (have_pre) {
                 b = pre;
                 have_pre = false;
@@ -105,7 +108,7 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll
-                for (int u = 0; u < UNROLL; ++u) acc[r] += dot16<W>(b.v[r][u], x + (i + 32 * u) * vec);
+                for (int u = 0; u < k_unroll; ++u) acc[r] += dot16<W>(b.v[r][u], x + (i + 32 * u) * vec);
         }
         for (; i < n4; i += 32)
 #pragma unroll
@@ -125,7 +128,7 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 // kslices > 1 (a divisor of WARPS): that many warps share each row, one column slice each, and
 // add up through shared memory — for matrices with too few rows to give every warp one (the
 // output and down projections of small models), where a warp per row left most of the GPU idle.
-template <typename W, bool VECTOR, int UNROLL, int R, bool XSMEM, bool SLICED, int WARPS, typename RowsOf, typename Epilogue>
+template <typename W, bool VECTOR, int R, bool XSMEM, bool SLICED, int WARPS, typename RowsOf, typename Epilogue>
 __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x, const W* norm_w, float offset, float eps,
                             RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ float s_x[];
@@ -136,11 +139,11 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int rows_per_group = WARPS / kslices, row_in_group = warp / kslices, slice = warp % kslices;
     const int slice_cols = cols / kslices, c0 = slice * slice_cols;
-    Batch<UNROLL, R> pre;
+    Batch<R> pre;
     bool have_pre = false;
     if constexpr (VECTOR) {
         const int first = blockIdx.x * rows_per_group + row_in_group;
-        if (first < rows && lane + 32 * (UNROLL - 1) < slice_cols / int(16 / sizeof(W))) {
+        if (first < rows && lane + 32 * (k_unroll - 1) < slice_cols / int(16 / sizeof(W))) {
             const W* w[R];
             rows_of(first, w);
 #pragma unroll
@@ -166,7 +169,7 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
             rows_of(r, w);
 #pragma unroll
             for (int i = 0; i < R; ++i) w[i] += c0;
-            rows_dot<W, VECTOR, UNROLL, R>(w, xin + c0, slice_cols, pre, have_pre && g == int(blockIdx.x), sums);
+            rows_dot<W, VECTOR, R>(w, xin + c0, slice_cols, pre, have_pre && g == int(blockIdx.x), sums);
 #pragma unroll
             for (int i = 0; i < R; ++i) sums[i] *= x_scale;
         }
@@ -188,7 +191,7 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
     }
 }
 
-template <typename W, bool VECTOR, int UNROLL, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
+template <typename W, bool VECTOR, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
         int seg = 0;
@@ -202,11 +205,11 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
     };
-    stream_rows<W, VECTOR, UNROLL, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
+    stream_rows<W, VECTOR, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
                                              a.norm_eps, rows_of, epilogue);
 }
 
-template <typename W, bool VECTOR, int UNROLL, bool SLICED, int WARPS>
+template <typename W, bool VECTOR, bool SLICED, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
     gemv_gated_kernel(const W* wg, const W* wu, const W* bg, const W* bu, int rows, int cols, const float* x,
                       const W* norm_w, float offset, float eps, GateAct act, float* y, int kslices) {
@@ -218,7 +221,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    stream_rows<W, VECTOR, UNROLL, 2, true, SLICED, WARPS>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, 2, true, SLICED, WARPS>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
 }
 
 // 16-byte loads need every row to start 16-byte aligned: cols * sizeof(W) % 16 == 0 and the base
@@ -284,19 +287,19 @@ unsigned grid_for(int rows, int kslices, int resident, int warps) {
 
 template <int WARPS, int MINB, typename W>
 void gemv_launch(const GemvArgs& a, int rows, bool vec, bool xsmem, size_t sm, cudaStream_t s) {
-    auto k = !vec ? gemv_kernel<W, false, 4, true, false, WARPS, MINB>
-             : xsmem ? gemv_kernel<W, true, 4, true, false, WARPS, MINB> : gemv_kernel<W, true, 4, false, false, WARPS, MINB>;
+    auto k = !vec ? gemv_kernel<W, false, true, false, WARPS, MINB>
+             : xsmem ? gemv_kernel<W, true, true, false, WARPS, MINB> : gemv_kernel<W, true, false, false, WARPS, MINB>;
     const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm, WARPS), WARPS);
-    if (ks > 1) k = xsmem ? gemv_kernel<W, true, 4, true, true, WARPS, MINB> : gemv_kernel<W, true, 4, false, true, WARPS, MINB>;
+    if (ks > 1) k = xsmem ? gemv_kernel<W, true, true, true, WARPS, MINB> : gemv_kernel<W, true, false, true, WARPS, MINB>;
     launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks);
 }
 
 template <int WARPS, typename W>
 void gated_launch(const W* g, const W* u, const W* b1, const W* b2, int rows, int cols, const float* x, const W* nw,
                   float offset, float eps, GateAct act, float* y, bool vec, size_t smem, cudaStream_t s) {
-    auto k = !vec ? gemv_gated_kernel<W, false, 4, false, WARPS> : gemv_gated_kernel<W, true, 4, false, WARPS>;
+    auto k = !vec ? gemv_gated_kernel<W, false, false, WARPS> : gemv_gated_kernel<W, true, false, WARPS>;
     const int ks = kslices_for(rows, cols, sizeof(W), vec, resident_blocks(k, smem, WARPS), WARPS);
-    if (ks > 1) k = gemv_gated_kernel<W, true, 4, true, WARPS>;
+    if (ks > 1) k = gemv_gated_kernel<W, true, true, WARPS>;
     launch(k, grid_for(rows, ks, resident_blocks(k, smem, WARPS), WARPS), WARPS * 32, smem, s, g, u, b1, b2, rows, cols, x, nw,
            offset, eps, act, y, ks);
 }
