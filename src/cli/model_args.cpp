@@ -14,7 +14,8 @@
 namespace tt::cli {
 
 void add_model_args(CLI::App& sub, ModelArgs& a) {
-    sub.add_option("MODEL", a.model, ".thin archive, Hugging Face model directory, or Hub id ORG/NAME[:REV]")->required();
+    sub.add_option("MODEL", a.model,
+                   ".thin archive, Hugging Face model directory, or Hub id ORG/NAME[:REV] (default: the embedded TinyStories-656K)");
     sub.add_option("--device", a.device, "cpu, cuda or cuda:N (default: cuda when a GPU is available, else cpu)");
     sub.add_option("--context", a.context, "KV cache length in tokens (default: what the run needs)");
     sub.add_option("--threads", a.threads, "CPU threads (default: all cores)");

@@ -7,6 +7,7 @@
 #include "format/archive.h"
 #include "hub/hub.h"
 #include "model/hf_config.h"
+#include "runtime/default_model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +48,7 @@ std::string model_directory_key(const std::string& dir_arg) {
 }
 
 std::string fetch_model(const std::string& model) {
+    if (model.empty()) return default_model_dir();  // no MODEL given: the embedded default
     if (!hub::looks_like_repo_id(model)) return model;
     log::info("{} is not a local path: fetching it from the Hugging Face Hub ({})", model, hub::endpoint());
     return hub::pull(model, hub::PullOptions{});

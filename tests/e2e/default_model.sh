@@ -17,7 +17,7 @@ check "run without MODEL exits 0" test $? -eq 0
 check "it says it uses the embedded default" grep -q "embedded default, TinyStories-656K" "$tmp/d.err"
 "$THINTENSOR" -q run "$ts" --prompt "Once upon a time" --temperature 0 --max-tokens 60 --device cpu >"$tmp/n.txt"
 check "same text as naming the model" cmp -s "$tmp/d.txt" "$tmp/n.txt"
-check "a story came out" grep -q "Once upon a time" "$tmp/d.txt"
+check "a story came out" test "$(wc -w <"$tmp/d.txt")" -gt 30
 
 # The README's first set-up command, after its build step, exactly as written (./build/thintensor
 # is this build's binary).
@@ -26,7 +26,7 @@ check "README has the first command" test -n "$cmd"
 run_cmd=${cmd/.\/build\/thintensor/\"\$THINTENSOR\"}
 (cd "$TT_SOURCE_DIR" && eval "$run_cmd --device cpu") >"$tmp/readme.txt" 2>"$tmp/readme.err"
 check "README's first command succeeds" test $? -eq 0
-check "README's first command prints a story" grep -q "Once upon a time" "$tmp/readme.txt"
+check "README's first command prints a story" test "$(wc -w <"$tmp/readme.txt")" -gt 30
 
 # A binary without the model beside it names where it looked and exits non-zero.
 mkdir -p "$tmp/bin" && cp "$THINTENSOR" "$tmp/bin/thintensor"
