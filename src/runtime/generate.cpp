@@ -66,6 +66,8 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     if (opt.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", opt.max_tokens);
     if (prompt.empty()) fail("the prompt has no tokens (give a prompt, or let BOS be added)");
     if (!opt.stop.empty() && !tok) fail("--stop needs a tokenizer, and this model has none");
+    for (const auto& s : opt.stop)
+        if (s.empty()) fail("--stop: an empty stop string would end generation before the first token");
     if (backend.n_past() + int(prompt.size()) >= backend.context_size())
         fail("the prompt ({} tokens{}) does not fit the context of {} tokens", prompt.size(),
              backend.n_past() ? fmt::format(" after {} cached", backend.n_past()) : "", backend.context_size());
@@ -82,6 +84,12 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     const auto t_decode = Clock::now();
     for (;;) {
         if (st.generated_tokens == 0) st.time_to_first_token = seconds_since(t0);
+        // Checked before the token is kept: the token sampled after an interrupt is not printed,
+        // so what was printed is exactly what the statistics count.
+        if (opt.should_stop && opt.should_stop()) {
+            st.stop_reason = "interrupted";
+            break;
+        }
         if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), next) != opt.eos_ids.end()) {
             st.stop_reason = "eos";
             break;
@@ -100,10 +108,6 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
         }
         if (st.generated_tokens >= opt.max_tokens) {
             st.stop_reason = "max tokens";
-            break;
-        }
-        if (opt.should_stop && opt.should_stop()) {
-            st.stop_reason = "interrupted";
             break;
         }
         if (backend.n_past() >= backend.context_size()) {
