@@ -43,7 +43,7 @@ CLI::Validator finite_number(double lo, double hi, bool lo_open, bool hi_open, c
             if (!ok) return fmt::format("must be {}, got {}", rule, in);
             return {};
         },
-        "NUMBER " + rule);
+        "");  // no description: each flag's help text states its range
 }
 
 CLI::Validator non_negative_number() {
@@ -62,7 +62,7 @@ CLI::Validator int_in(int64_t lo, int64_t hi, const std::string& rule) {
             if (v < lo || v > hi) return fmt::format("must be {}, got {}", rule, in);
             return {};
         },
-        "INT " + rule);
+        "");
 }
 
 CLI::Validator int_at_least(int64_t lo) {

@@ -38,7 +38,7 @@ CLI::Validator byte_budget(const std::string& flag) {
             if (n == 0) return fmt::format("must be more than 0 bytes, got '{}' (leave the flag out for the automatic budget)", s);
             return {};
         },
-        "SIZE");
+        "");
 }
 
 uint64_t parse_seed(const std::string& v) {
@@ -103,7 +103,7 @@ std::optional<std::string> non_empty_stop_error(const std::string& s) {
 void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop) {
     sub.add_option("--stop", stop, "Stop when this text is generated (repeatable; not printed)")
         ->check(CLI::Validator(
-            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, "TEXT"));
+            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, ""));
 }
 
 LoadedModel load_model(const ModelArgs& a, int needed_context) {

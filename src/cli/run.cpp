@@ -113,22 +113,16 @@ std::vector<int32_t> chat_prompt(const Opts& o, const tt::cli::LoadedModel& m, c
     return encode_chat_prompt(*m.tokenizer, rendered);
 }
 
-// One line ending at the end of a file is the file's, not the prompt's (`echo TEXT |` and editors
-// add one), as llama.cpp's --file drops it too.
-std::string without_final_newline(std::string s) {
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    if (!s.empty() && s.back() == '\r') s.pop_back();
-    return s;
-}
-
 // --prompt, --prompt-file (- = stdin), or stdin when it is a pipe or a file and neither was given.
+// The text is used byte for byte, a final newline included: a prompt file is often a rendered
+// template (`thintensor template ... > p.txt`) whose last newline is part of the prompt.
 std::string read_prompt(const Opts& o) {
     using namespace tt;
     if (o.prompt_set && !o.prompt_file.empty()) fail("give --prompt or --prompt-file, not both");
-    if (!o.prompt_file.empty()) return without_final_newline(read_input(o.prompt_file, "--prompt-file"));
+    if (!o.prompt_file.empty()) return read_input(o.prompt_file, "--prompt-file");
     if (!o.prompt_set && stdin_is_piped()) {
         log::info("reading the prompt from stdin (no --prompt given; -p '' starts from BOS instead)");
-        return without_final_newline(read_input("-", "prompt on"));
+        return read_input("-", "prompt on");
     }
     return o.prompt;
 }

@@ -10,18 +10,23 @@ ts="$S/models/tinystories-656k"
 m="$tmp/ts.thin"
 run() { "$THINTENSOR" run "$m" -t 0 -n 20 --device cpu "$@"; }
 
-# Prompt sources: --prompt, -f FILE, -f -, a piped stdin; a final newline of a file is dropped.
+# Prompt sources: --prompt, -f FILE, -f -, a piped stdin; the text byte for byte (printf, not echo,
+# so that no newline is added to the prompt).
 run -p "Once upon a time" >"$tmp/p.txt" 2>/dev/null </dev/null
-printf 'Once upon a time\n' >"$tmp/prompt.txt"
+printf 'Once upon a time' >"$tmp/prompt.txt"
 run -f "$tmp/prompt.txt" >"$tmp/f.txt" 2>/dev/null
 check "-f FILE equals --prompt" cmp -s "$tmp/p.txt" "$tmp/f.txt"
-printf 'Once upon a time\n' | run -f - >"$tmp/dash.txt" 2>/dev/null
+printf 'Once upon a time' | run -f - >"$tmp/dash.txt" 2>/dev/null
 check "-f - reads stdin" cmp -s "$tmp/p.txt" "$tmp/dash.txt"
-echo "Once upon a time" | run >"$tmp/pipe.txt" 2>"$tmp/pipe.err"
+printf 'Once upon a time' | run >"$tmp/pipe.txt" 2>"$tmp/pipe.err"
 check "a piped stdin is the prompt" cmp -s "$tmp/p.txt" "$tmp/pipe.txt"
 check "it says it read stdin" grep -q "reading the prompt from stdin" "$tmp/pipe.err"
-run -f <(echo "Once upon a time") >"$tmp/procsub.txt" 2>/dev/null
+run -f <(printf 'Once upon a time') >"$tmp/procsub.txt" 2>/dev/null
 check "-f a pipe (process substitution)" cmp -s "$tmp/p.txt" "$tmp/procsub.txt"
+run -p "Once upon a time
+" >"$tmp/pnl.txt" 2>/dev/null </dev/null
+echo "Once upon a time" | run >"$tmp/echo.txt" 2>/dev/null
+check "a final newline of stdin is part of the prompt" cmp -s "$tmp/pnl.txt" "$tmp/echo.txt"
 run -p "" >"$tmp/bos.txt" 2>/dev/null </dev/null
 echo "Once upon a time" | run -p "" >"$tmp/bos2.txt" 2>"$tmp/bos2.err"
 check "-p '' starts from BOS even with a piped stdin" cmp -s "$tmp/bos.txt" "$tmp/bos2.txt"
