@@ -84,12 +84,6 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     const auto t_decode = Clock::now();
     for (;;) {
         if (st.generated_tokens == 0) st.time_to_first_token = seconds_since(t0);
-        // Checked before the token is kept: the token sampled after an interrupt is not printed,
-        // so what was printed is exactly what the statistics count.
-        if (opt.should_stop && opt.should_stop()) {
-            st.stop_reason = "interrupted";
-            break;
-        }
         if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), next) != opt.eos_ids.end()) {
             st.stop_reason = "eos";
             break;
@@ -108,6 +102,10 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
         }
         if (st.generated_tokens >= opt.max_tokens) {
             st.stop_reason = "max tokens";
+            break;
+        }
+        if (opt.should_stop && opt.should_stop()) {
+            st.stop_reason = "interrupted";
             break;
         }
         if (backend.n_past() >= backend.context_size()) {

@@ -19,7 +19,7 @@ struct GenerateOptions {
     SamplerConfig sampling;
     std::vector<std::string> stop;   // stop strings (not printed; an empty one is an error)
     std::vector<int32_t> eos_ids;    // stop tokens (not printed)
-    std::function<bool()> should_stop;  // polled before each sampled token is kept; true ends with "interrupted"
+    std::function<bool()> should_stop;  // polled after each token; true ends with "interrupted"
 };
 
 struct GenerateStats {

@@ -142,27 +142,3 @@ TEST(Generate, EmptyStopStringIsRefused) {
     }
 }
 
-TEST(Generate, InterruptKeepsOnlyWhatWasPrinted) {
-    // should_stop is polled before a sampled token is kept: the tokens counted are the ones whose
-    // text was passed on, and an interrupt that came during the prefill keeps none.
-    const Archive a = Archive::open(convert_to_temp(k_shared + "/models/tinystories-656k", "ts4.thin"));
-    auto tok = Tokenizer::from_archive(a);
-    auto backend = make_cpu_backend(a, BackendOptions{});
-    GenerateOptions g = greedy(100, {2});
-    int polls = 0;
-    g.should_stop = [&] { return ++polls > 5; };
-    std::string text;
-    const GenerateStats st = generate(*backend, tok.get(), tok->encode("Once upon a time", true), g,
-                                      [&](std::string_view t) { text += t; });
-    EXPECT_EQ(st.stop_reason, "interrupted");
-    EXPECT_EQ(st.generated_tokens, 5);
-    EXPECT_EQ(text, tok->decode(st.tokens, true));
-
-    backend->rewind(0);
-    g.should_stop = [] { return true; };
-    text.clear();
-    const GenerateStats none = generate(*backend, tok.get(), tok->encode("Once", true), g, [&](std::string_view t) { text += t; });
-    EXPECT_EQ(none.stop_reason, "interrupted");
-    EXPECT_EQ(none.generated_tokens, 0);
-    EXPECT_TRUE(text.empty());
-}
