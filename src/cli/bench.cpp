@@ -18,6 +18,7 @@
 #endif
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +37,7 @@ struct Opts {
     std::string prompt_lengths = "512,2048", depths = "0";
     int gen_tokens = 128, reps = 3;
     bool json = false;
+    bool prompt_lengths_set = false, gen_tokens_set = false, depths_set = false;
     double bandwidth_gbs = 0, gemm_tflops = 0;
 };
 
@@ -68,6 +70,43 @@ Stat stats(const std::vector<double>& v) {
     return s;
 }
 
+// The defaults (pp512, pp2048, tg128) suit a model with a long context; on a small one
+// (TinyStories-656K: 512 positions) each default that does not fit is brought down to what does
+// (a prompt length to the largest power of two that fits), saying so. A value given on the command
+// line is never changed: if it does not fit, that is an error naming the flag.
+void fit_to_context(Opts& o, std::vector<int>& pps, const std::vector<int>& depths, int limit, const std::string& why) {
+    using namespace tt;
+    const int max_depth = depths.empty() ? 0 : *std::max_element(depths.begin(), depths.end());
+    if (o.depths_set && max_depth + 2 > limit)
+        fail("--depths {}: a decode test at depth {} needs at least {} positions, but the context is {} ({})", o.depths, max_depth,
+             max_depth + 2, limit, why);
+    if (max_depth + o.gen_tokens + 1 > limit) {
+        if (o.gen_tokens_set)
+            fail("--gen-tokens {}{}: needs {} positions, but the context is {} ({})", o.gen_tokens,
+                 max_depth ? fmt::format(" at depth {}", max_depth) : "", max_depth + o.gen_tokens + 1, limit, why);
+        const int fitted = limit - 1 - max_depth;
+        log::info("bench: the context is {} positions ({}), so the default --gen-tokens {} becomes {}", limit, why, o.gen_tokens, fitted);
+        o.gen_tokens = fitted;
+    }
+    std::vector<int> fitted;
+    bool changed = false;
+    for (int p : pps) {
+        if (p + 1 > limit) {
+            if (o.prompt_lengths_set)
+                fail("--prompt-lengths {}: pp{} needs {} positions, but the context is {} ({})", o.prompt_lengths, p, p + 1, limit, why);
+            int q = 1;
+            while (2 * q + 1 <= limit) q *= 2;
+            p = q;
+            changed = true;
+        }
+        if (std::find(fitted.begin(), fitted.end(), p) == fitted.end()) fitted.push_back(p);
+    }
+    if (changed)
+        log::info("bench: the context is {} positions ({}), so the default --prompt-lengths {} become {}", limit, why,
+                  o.prompt_lengths, fmt::format("{}", fmt::join(fitted, ",")));
+    pps = std::move(fitted);
+}
+
 uint64_t free_vram(const std::string& device) {
 #ifdef THINTENSOR_HAVE_CUDA
     if (device.rfind("cuda", 0) == 0) {
@@ -82,7 +121,7 @@ uint64_t free_vram(const std::string& device) {
 
 int run(Opts o) {
     using namespace tt;
-    const std::vector<int> pps = parse_list(o.prompt_lengths, "--prompt-lengths");
+    std::vector<int> pps = parse_list(o.prompt_lengths, "--prompt-lengths");
     const std::vector<int> depths = parse_list(o.depths, "--depths");
     if (o.reps < 1) fail("--reps must be at least 1");
     if (o.gen_tokens < 1) fail("--gen-tokens must be at least 1");
@@ -92,10 +131,14 @@ int run(Opts o) {
 
     const auto t_load = Clock::now();
     cli::LoadedModel m = cli::load_model(o.model, 0);
+    if (o.model.context > m.spec.max_context)
+        fail("--context {} exceeds the model's maximum of {}", o.model.context, m.spec.max_context);
+    if (o.model.context > 0) fit_to_context(o, pps, depths, o.model.context, "--context");
+    else fit_to_context(o, pps, depths, m.spec.max_context, "the model's maximum");
     int need = o.gen_tokens + 1;
     for (int p : pps) need = std::max(need, p + 1);
     for (int d : depths) need = std::max(need, d + o.gen_tokens + 1);
-    if (need > m.spec.max_context) fail("the benchmark needs {} positions but the model's context is {}", need, m.spec.max_context);
+    TT_ASSERT(need <= (o.model.context > 0 ? o.model.context : m.spec.max_context));
     m.create_backend(o.model, need);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
     uint64_t free_min = free_vram(device);
@@ -285,5 +328,10 @@ static tt::cli::Registration reg("bench", "Measure prefill and decode speed agai
                                      sub.add_option("--bandwidth", o->bandwidth_gbs, "Roofline memory bandwidth in GB/s (default: measured)");
                                      sub.add_option("--gemm-tflops", o->gemm_tflops, "Roofline GEMM rate (default: measured)");
                                      sub.add_flag("--json", o->json, "Print JSON");
-                                     return [o]() -> int { return run(*o); };
+                                     return [o, &sub]() -> int {
+                                         o->prompt_lengths_set = sub.count("--prompt-lengths") > 0;
+                                         o->gen_tokens_set = sub.count("--gen-tokens") > 0;
+                                         o->depths_set = sub.count("--depths") > 0;
+                                         return run(*o);
+                                     };
                                  });

@@ -5,6 +5,7 @@
 // transformers). The measured ceilings are stored in $THINTENSOR_HOME/doctor.json for the planner.
 // Without a GPU it says so and exits 0; --strict exits 1 when any item failed or is missing.
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -295,14 +296,14 @@ static tt::cli::Registration reg(
         auto o = std::make_shared<Opts>();
         sub.add_flag("--strict", o->strict, "Exit 1 when any item failed or is missing (no GPU included)");
         sub.add_flag("--json", o->json, "Print the report as JSON on stdout");
-        sub.add_option("--device", o->device, "Check only this CUDA device (default: all)")->check(CLI::NonNegativeNumber);
+        sub.add_option("--device", o->device, "Check only this CUDA device (default: all)")->check(tt::cli::int_at_least(0));
         sub.add_option("--cache-test-mib", o->cache_test_mib, "Size of the model-cache read test in MiB (0 skips it)")
             ->capture_default_str()
             ->check(CLI::Range(uint64_t(0), uint64_t(1) << 20));
         sub.add_option("--python", o->python, "Python interpreter to probe (default: $THINTENSOR_PYTHON or python3)");
         sub.add_option("--python-timeout", o->python_timeout_s, "Seconds to wait for the python probe")
             ->capture_default_str()
-            ->check(CLI::PositiveNumber);
+            ->check(tt::cli::positive_number());
         sub.add_flag("--no-record", o->no_record, "Do not write the measured ceilings to $THINTENSOR_HOME/doctor.json");
         return [o]() -> int { return run(*o); };
     });

@@ -1,5 +1,6 @@
 #include "cli/model_args.h"
 
+#include "cli/flag_checks.h"
 #include "core/byte_size.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -8,30 +9,102 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <random>
 
 namespace tt::cli {
+
+namespace {
+
+// A byte size for a budget flag: parse_byte_size's rules, and 0 refused (an empty budget would
+// otherwise quietly mean "automatic", which is what leaving the flag out says).
+CLI::Validator byte_budget(const std::string& flag) {
+    return CLI::Validator(
+        [flag](std::string& s) -> std::string {
+            uint64_t n = 0;
+            try {
+                n = parse_byte_size(s, flag);
+            } catch (const Error& e) {
+                // parse_byte_size names the flag itself; CLI11 adds it again in front.
+                std::string msg = e.what();
+                const std::string prefix = flag + " ";
+                if (msg.rfind(prefix, 0) == 0) msg.erase(0, prefix.size());
+                return msg;
+            }
+            if (n == 0) return fmt::format("must be more than 0 bytes, got '{}' (leave the flag out for the automatic budget)", s);
+            return {};
+        },
+        "");
+}
+
+uint64_t parse_seed(const std::string& v) {
+    // strtoull would take "-2" as 2^64-2; only digits are a seed.
+    const bool digits = !v.empty() && v.size() <= 20 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE)
+        throw CLI::ValidationError("--seed", fmt::format("must be a whole number from 0 to 2^64-1, or -1 for random; got '{}'", v));
+    return uint64_t(n);
+}
+
+}  // namespace
 
 void add_model_args(CLI::App& sub, ModelArgs& a) {
     sub.add_option("MODEL", a.model,
                    ".thin archive, Hugging Face model directory, or Hub id ORG/NAME[:REV] (default: the embedded TinyStories-656K)");
     sub.add_option("--device", a.device, "cpu, cuda or cuda:N (default: cuda when a GPU is available, else cpu)");
-    sub.add_option("--context", a.context, "KV cache length in tokens (default: what the run needs)");
-    sub.add_option("--threads", a.threads, "CPU threads (default: all cores)");
+    // -c/--ctx-size: llama.cpp's spelling of the same flag.
+    sub.add_option("-c,--context,--ctx-size", a.context, "KV cache length in tokens, at least 1 (default: what the run needs)")
+        ->check(int_at_least(1));
+    const int cap = max_threads();
+    sub.add_option("--threads", a.threads, fmt::format("CPU threads, 1 to {} (default: all cores)", cap))
+        ->check(int_in(1, cap, fmt::format("between 1 and {} (4 x the {} hardware threads)", cap, cap / 4)));
     sub.add_option("--profile", a.profile, "Numerical profile: balanced (fast, default) or safe (f32 activations everywhere)")
         ->check(CLI::IsMember({"safe", "balanced"}));
-    sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)");
-    sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)");
+    sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)")
+        ->check(byte_budget("--vram-budget"));
+    sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)")
+        ->check(byte_budget("--ram-budget"));
 }
 
 void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
-    sub.add_option("-t,--temperature", a.temperature, "Sampling temperature; 0 = greedy");
-    sub.add_option("--top-k", a.top_k, "Keep the k most likely tokens (0 = off)");
-    sub.add_option("--top-p", a.top_p, "Keep the smallest set with this probability mass (1 = off)");
-    sub.add_option("--min-p", a.min_p, "Drop tokens below min-p times the top probability (0 = off)");
-    sub.add_option("--repeat-penalty", a.repeat_penalty, "Penalty for tokens already in the context (1 = off)");
-    sub.add_option("--seed", a.seed, "Random seed (default: random, printed)");
+    const double inf = std::numeric_limits<double>::infinity();
+    sub.add_option("-t,--temperature", a.temperature, "Sampling temperature, >= 0; 0 = greedy")
+        ->check(finite_number(0, inf, false, true, ">= 0"));
+    sub.add_option("--top-k", a.top_k, "Keep the k most likely tokens, >= 0 (0 = off)")->check(int_at_least(0));
+    sub.add_option("--top-p", a.top_p, "Keep the smallest set with this probability mass, in (0, 1] (1 = off)")
+        ->check(finite_number(0, 1, true, false, "in (0, 1]"));
+    sub.add_option("--min-p", a.min_p, "Drop tokens below min-p times the top probability, in [0, 1] (0 = off)")
+        ->check(finite_number(0, 1, false, false, "in [0, 1]"));
+    sub.add_option("--repeat-penalty", a.repeat_penalty, "Penalty for tokens already in the context, > 0 (1 = off)")
+        ->check(positive_number());
+    // -1 is random, as in llama.cpp; any other value is a fixed seed in [0, 2^64).
+    sub.add_option_function<std::string>(
+           "--seed",
+           [&a](const std::string& v) {
+               if (v == "-1") {
+                   a.seed.reset();
+                   return;
+               }
+               a.seed = parse_seed(v);
+           },
+           "Random seed, 0 to 2^64-1; -1 = random (the default; the seed used is printed)")
+        ->type_name("INT");
+}
+
+std::optional<std::string> non_empty_stop_error(const std::string& s) {
+    if (s.empty()) return "an empty stop string would end generation before the first token";
+    return std::nullopt;
+}
+
+void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop) {
+    sub.add_option("--stop", stop, "Stop when this text is generated (repeatable; not printed)")
+        ->check(CLI::Validator(
+            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, ""));
 }
 
 LoadedModel load_model(const ModelArgs& a, int needed_context) {
@@ -117,20 +190,26 @@ SamplerConfig sampling_config(const SamplingArgs& a, const LoadedModel& m) {
         if (gen.contains("repetition_penalty") && gen["repetition_penalty"].is_number())
             c.repeat_penalty = gen["repetition_penalty"].get<float>();
     }
+    // The generation config's values, before the flags replace them (the flags were checked when
+    // parsed, with the same rules). Written as !(ok) so that NaN fails.
+    const auto bad = [&](const char* field, double v, const char* rule) {
+        fail("{}: the archive's generation config has {} {}, which must be {}", m.archive_path, field, v, rule);
+    };
+    if (!(std::isfinite(c.temperature) && c.temperature >= 0)) bad("temperature", c.temperature, ">= 0");
+    if (!(c.top_p > 0 && c.top_p <= 1)) bad("top_p", c.top_p, "in (0, 1]");
+    if (!(c.min_p >= 0 && c.min_p <= 1)) bad("min_p", c.min_p, "in [0, 1]");
+    if (!(std::isfinite(c.repeat_penalty) && c.repeat_penalty > 0)) bad("repetition_penalty", c.repeat_penalty, "> 0");
+    if (c.top_k < 0) c.top_k = 0;  // transformers: a top_k of 0 or less is off
     if (a.temperature) c.temperature = *a.temperature;
     if (a.top_k) c.top_k = *a.top_k;
     if (a.top_p) c.top_p = *a.top_p;
     if (a.min_p) c.min_p = *a.min_p;
     if (a.repeat_penalty) c.repeat_penalty = *a.repeat_penalty;
-    if (c.temperature < 0) fail("--temperature must be >= 0, got {}", c.temperature);
-    if (c.top_p <= 0 || c.top_p > 1) fail("--top-p must be in (0, 1], got {}", c.top_p);
-    if (c.min_p < 0 || c.min_p > 1) fail("--min-p must be in [0, 1], got {}", c.min_p);
-    if (c.repeat_penalty <= 0) fail("--repeat-penalty must be positive, got {}", c.repeat_penalty);
     if (a.seed) {
         c.seed = *a.seed;
     } else {
         c.seed = std::random_device{}();
-        if (c.temperature > 0) log::info("seed: {} (pass --seed to repeat this output)", c.seed);
+        if (c.temperature > 0) log::info("seed: {} (random; pass --seed {} to repeat this output)", c.seed, c.seed);
     }
     if (c.temperature == 0) log::debug("sampling: greedy");
     else log::debug("sampling: temperature {} top-k {} top-p {} min-p {} repeat-penalty {}", c.temperature, c.top_k, c.top_p, c.min_p, c.repeat_penalty);

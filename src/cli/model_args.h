@@ -21,8 +21,8 @@ namespace tt::cli {
 struct ModelArgs {
     std::string model;
     std::string device;  // "" = cuda when available, else cpu
-    int context = 0;     // 0 = what the command needs, up to the model's maximum
-    int threads = 0;
+    int context = 0;     // 0 (flag not given) = what the command needs, up to the model's maximum; the flag is >= 1
+    int threads = 0;     // 0 (flag not given) = all cores; the flag is 1..max_threads()
     std::string profile = "balanced";
     std::string vram_budget, ram_budget;  // "" = automatic; else sizes such as 8GiB
 };
@@ -31,9 +31,15 @@ void add_model_args(CLI::App& sub, ModelArgs& a);
 struct SamplingArgs {
     std::optional<float> temperature, top_p, min_p, repeat_penalty;
     std::optional<int> top_k;
-    std::optional<uint64_t> seed;
+    std::optional<uint64_t> seed;  // none: random (also --seed -1, as in llama.cpp)
 };
+// The flags are checked as they are parsed (usage errors naming the flag): NaN and infinities are
+// refused, and each value must be in the range its help text gives.
 void add_sampling_args(CLI::App& sub, SamplingArgs& a);
+// --stop TEXT (repeatable); an empty TEXT is refused. non_empty_stop_error is the same rule for
+// callers that declare their own --stop.
+void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop);
+std::optional<std::string> non_empty_stop_error(const std::string& s);
 
 struct LoadedModel {
     std::string archive_path;

@@ -1,14 +1,18 @@
 // thintensor run MODEL --prompt TEXT: generate text, streamed to stdout; statistics to stderr.
+// The prompt comes from --prompt, --prompt-file FILE (- = stdin), or, with neither, from stdin when
+// stdin is a pipe or a file. --json prints the text and the statistics as one JSON object on stdout
+// instead of streaming. Ctrl-C ends generation with the statistics so far and exit code 130.
 // With --chat the prompt is the user message of a one-turn conversation rendered through the
 // model's chat template (or --template), with an optional --system message, and generation stops
 // on the template's end-of-turn tokens as well as EOS.
 // A Hugging Face model whose architecture ThinTensor does not support is run through transformers
 // instead (the Python helper, tools/thintensor_hf.py), loudly; --no-fallback makes it an error.
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "cli/model_args.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/log.h"
-#include "core/output_file.h"
 #include "runtime/chat_session.h"
 #include "runtime/generate.h"
 #include "runtime/hf_helper.h"
@@ -36,6 +40,8 @@ struct Opts {
     std::string system, template_path;
     std::vector<std::string> vars;
     bool no_fallback = false;
+    bool json = false;
+    bool prompt_set = false;
     bool context_set = false, threads_set = false, profile_set = false, budget_set = false;
 };
 
@@ -48,6 +54,7 @@ int run_transformers(const Opts& o, const std::string& model_dir, const std::str
                                                 (std::filesystem::path(model_dir) / "config.json").string(), arch,
                                                 fmt::join(supported_architectures(), ", "));
     if (o.no_fallback) fail("{}; --no-fallback forbids running it through transformers", unsupported);
+    if (o.json) fail("{}; the transformers fallback streams text only, so --json cannot be used with it", unsupported);
     log::warn("{}: ThinTensor cannot run it", unsupported);
     log::warn("FALLING BACK to Hugging Face transformers: this run does not use ThinTensor's engine "
               "(slower; --no-fallback makes this an error)");
@@ -106,10 +113,62 @@ std::vector<int32_t> chat_prompt(const Opts& o, const tt::cli::LoadedModel& m, c
     return encode_chat_prompt(*m.tokenizer, rendered);
 }
 
+// --prompt, --prompt-file (- = stdin), or stdin when it is a pipe or a file and neither was given.
+// The text is used byte for byte, a final newline included: a prompt file is often a rendered
+// template (`thintensor template ... > p.txt`) whose last newline is part of the prompt.
+std::string read_prompt(const Opts& o) {
+    using namespace tt;
+    if (o.prompt_set && !o.prompt_file.empty()) fail("give --prompt or --prompt-file, not both");
+    if (!o.prompt_file.empty()) return read_input(o.prompt_file, "--prompt-file");
+    if (!o.prompt_set && stdin_is_piped()) {
+        log::info("reading the prompt from stdin (no --prompt given; -p '' starts from BOS instead)");
+        return read_input("-", "prompt on");
+    }
+    return o.prompt;
+}
+
+// Text to stdout as it is generated, remembering whether the last byte ended a line, so that the
+// output always ends with exactly one newline of ours at most.
+struct Stream {
+    bool printed = false, at_line_start = true;
+    void write(std::string_view text) {
+        if (text.empty()) return;
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        printed = true;
+        at_line_start = text.back() == '\n';
+    }
+    void end_line() {
+        if (printed && !at_line_start) write("\n");
+    }
+};
+
+nlohmann::json stats_json(const tt::GenerateStats& st, const tt::SamplerConfig& sc, const std::string& text,
+                          const tt::cli::LoadedModel& m) {
+    const double prefill_rate = st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0;
+    const double decode_rate = st.decode_seconds > 0 ? st.decode_steps / st.decode_seconds : 0;
+    nlohmann::json sampling = {{"temperature", sc.temperature}};
+    if (sc.temperature > 0)
+        sampling.update({{"top_k", sc.top_k}, {"top_p", sc.top_p}, {"min_p", sc.min_p}, {"seed", sc.seed}});
+    sampling["repeat_penalty"] = sc.repeat_penalty;
+    return {{"model", m.archive_path},
+            {"backend", m.backend->describe()},
+            {"text", text},
+            {"tokens", st.tokens},
+            {"stop_reason", st.stop_reason},
+            {"prompt_tokens", st.prompt_tokens},
+            {"generated_tokens", st.generated_tokens},
+            {"prefill_seconds", st.prefill_seconds},
+            {"decode_seconds", st.decode_seconds},
+            {"prefill_tokens_per_s", prefill_rate},
+            {"decode_tokens_per_s", decode_rate},
+            {"time_to_first_token_ms", st.time_to_first_token * 1e3},
+            {"sampling", sampling}};
+}
+
 int run(const Opts& o) {
     using namespace tt;
-    if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give --prompt or --prompt-file, not both");
-    const std::string prompt = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+    const std::string prompt = read_prompt(o);
     if (o.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", o.max_tokens);
 
     if (!o.chat) {
@@ -136,17 +195,32 @@ int run(const Opts& o) {
     g.sampling = cli::sampling_config(o.sampling, m);
     g.stop = o.stop;
     g.eos_ids = stop_ids;
-    const GenerateStats st = generate(*m.backend, m.tokenizer.get(), ids, g, [](std::string_view text) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-    });
-    if (!m.tokenizer) {  // no tokenizer: print the ids
-        for (auto id : st.tokens) fmt::print("{} ", id);
+    std::string text;  // --json: the whole text, printed at the end
+    Stream out;
+    GenerateStats st;
+    {
+        const cli::InterruptScope interrupt;
+        g.should_stop = [&interrupt] { return interrupt.interrupted(); };
+        try {
+            st = generate(*m.backend, m.tokenizer.get(), ids, g, [&](std::string_view piece) {
+                if (o.json) text += piece;
+                else out.write(piece);
+            });
+        } catch (...) {
+            out.end_line();  // the error message on stderr starts on a line of its own
+            throw;
+        }
     }
-    std::fputc('\n', stdout);
+    if (o.json) {
+        // replace: a byte-fallback token cut off at the end leaves no valid UTF-8 to print.
+        fmt::print("{}\n", stats_json(st, g.sampling, text, m).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        if (!m.tokenizer) out.write(fmt::format("{}", fmt::join(st.tokens, " ")));  // no tokenizer: the ids
+        out.end_line();
+        cli::print_stats(st);
+    }
     std::fflush(stdout);
-    cli::print_stats(st);
-    return 0;
+    return st.stop_reason == "interrupted" ? cli::k_exit_interrupted : 0;
 }
 
 }  // namespace
@@ -155,10 +229,11 @@ static tt::cli::Registration reg("run", "Generate text from a prompt", 40, [](CL
     auto o = std::make_shared<Opts>();
     tt::cli::add_model_args(sub, o->model);
     sub.add_option("-p,--prompt", o->prompt, "Prompt text (empty: start from BOS)");
-    sub.add_option("-f,--prompt-file", o->prompt_file, "Read the prompt from a file");
+    sub.add_option("-f,--prompt-file", o->prompt_file,
+                   "Read the prompt from a file (- = stdin; without --prompt or this, a piped stdin is the prompt)");
     sub.add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate")->capture_default_str();
     tt::cli::add_sampling_args(sub, o->sampling);
-    sub.add_option("--stop", o->stop, "Stop when this text is generated (repeatable)");
+    tt::cli::add_stop_arg(sub, o->stop);
     sub.add_flag("--no-bos", o->no_bos, "Do not add the BOS token / special tokens to the prompt");
     sub.add_flag("--chat", o->chat, "Send the prompt as a user message through the model's chat template");
     sub.add_option("--system", o->system, "With --chat: a system message before the prompt");
@@ -166,9 +241,12 @@ static tt::cli::Registration reg("run", "Generate text from a prompt", 40, [](CL
                    "With --chat: the chat template to use instead of the model's (.jinja or tokenizer_config.json)");
     sub.add_option("--var", o->vars, "With --chat: extra template variable key=value (e.g. enable_thinking=false); repeatable")
         ->allow_extra_args(false);
+    sub.add_flag("--json", o->json,
+                 "Print the text and the statistics as one JSON object on stdout at the end instead of streaming");
     sub.add_flag("--no-fallback", o->no_fallback,
                  "Fail on an architecture ThinTensor does not support instead of running it through transformers");
     return [o, &sub]() -> int {
+        o->prompt_set = sub.count("--prompt") > 0;
         o->context_set = sub.count("--context") > 0;
         o->threads_set = sub.count("--threads") > 0;
         o->profile_set = sub.count("--profile") > 0;

@@ -13,8 +13,23 @@
 
 namespace tt {
 
+namespace {
+
+const char* kind_of(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+}  // namespace
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // note: O_NONBLOCK so that a FIFO does not block the open waiting for a writer (it is refused
+    // below like any non-regular file); it has no effect on the regular file we then map.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -24,7 +39,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        fail("{}: not a regular file", path);
+        fail("{}: is {}, not a regular file", path, kind_of(st.st_mode));
     }
     size_ = size_t(st.st_size);
     if (size_ > 0) {

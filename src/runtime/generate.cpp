@@ -66,6 +66,8 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     if (opt.max_tokens < 1) fail("--max-tokens must be at least 1, got {}", opt.max_tokens);
     if (prompt.empty()) fail("the prompt has no tokens (give a prompt, or let BOS be added)");
     if (!opt.stop.empty() && !tok) fail("--stop needs a tokenizer, and this model has none");
+    for (const auto& s : opt.stop)
+        if (s.empty()) fail("--stop: an empty stop string would end generation before the first token");
     if (backend.n_past() + int(prompt.size()) >= backend.context_size())
         fail("the prompt ({} tokens{}) does not fit the context of {} tokens", prompt.size(),
              backend.n_past() ? fmt::format(" after {} cached", backend.n_past()) : "", backend.context_size());

@@ -17,7 +17,7 @@ class Tokenizer;
 struct GenerateOptions {
     int max_tokens = 256;
     SamplerConfig sampling;
-    std::vector<std::string> stop;   // stop strings (not printed)
+    std::vector<std::string> stop;   // stop strings (not printed; an empty one is an error)
     std::vector<int32_t> eos_ids;    // stop tokens (not printed)
     std::function<bool()> should_stop;  // polled after each token; true ends with "interrupted"
 };

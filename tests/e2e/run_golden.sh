@@ -26,7 +26,7 @@ check "the cached archive is reused" grep -q "using cached archive" "$tmp/story3
 # stories260K: the sample of llama2.c's doc/stories260K.md.
 s260="$S/models/stories260K"
 "$THINTENSOR" -q convert "$s260/hf" -o "$tmp/s260.thin" --tokenizer "$s260/tok512.bin"
-"$THINTENSOR" -q run "$tmp/s260.thin" --temperature 0 --max-tokens 200 --device cpu >"$tmp/s260.txt"
+"$THINTENSOR" -q run "$tmp/s260.thin" --temperature 0 --max-tokens 200 --device cpu </dev/null >"$tmp/s260.txt"
 check "stories260K sample" grep -q "^Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball." "$tmp/s260.txt"
 # Sampling: same seed, same text; another seed, another text.
 for s in 1 1 2; do "$THINTENSOR" -q run "$tmp/ts.thin" --prompt "Once upon a time" --temperature 1.0 --seed $s --max-tokens 60 --device cpu >"$tmp/seed$s.$RANDOM.txt"; done

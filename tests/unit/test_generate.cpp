@@ -125,3 +125,20 @@ TEST(Generate, RejectsBadRequests) {
     EXPECT_THROW(generate(*backend, nullptr, std::vector<int32_t>{1}, greedy(0, {}), [](std::string_view) {}), Error);
     EXPECT_THROW(make_backend(a, BackendOptions{"tpu", 0, 0}), Error);
 }
+
+TEST(Generate, EmptyStopStringIsRefused) {
+    // An empty stop string is found at offset 0 of any text, so it used to end the reply before
+    // the first token printed anything.
+    const Archive a = Archive::open(convert_to_temp(k_shared + "/models/tinystories-656k", "ts3.thin"));
+    auto tok = Tokenizer::from_archive(a);
+    auto backend = make_cpu_backend(a, BackendOptions{});
+    GenerateOptions g = greedy(8, {2});
+    g.stop = {"the", ""};
+    try {
+        generate(*backend, tok.get(), tok->encode("Once", true), g, [](std::string_view) {});
+        FAIL() << "an empty stop string was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--stop: an empty stop string"), std::string::npos) << e.what();
+    }
+}
+
