@@ -35,6 +35,9 @@ wait_until() {  # wait_until WHAT COMMAND...: polls COMMAND every 0.1 s for up t
   for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
   echo "FAIL: timed out waiting for $what; the pane:"; pane | grep -v "^$" | tail -20; return 1
 }
+# Whether the line editor has the terminal (echo off): the prompt shows a moment before, and keys
+# typed in between would be echoed twice (a person would not notice; a test comparing text would).
+editing() { stty -F "$(T display -p -t chat '#{pane_tty}')" -a 2>/dev/null | grep -qw -- -echo; }
 prompts() { pane | grep -c -E '^>( |$)' || true; }
 have_prompts() { [ "$(prompts)" -ge "$1" ]; }
 # The reply printed after the line "> TEXT" (the lines up to the next prompt).
@@ -44,11 +47,13 @@ trimmed() { printf '%s\n' "$1" | sed -e 's/[[:space:]]*$//'; }
 T -f /dev/null new-session -d -s chat -x 250 -y 60 \
   "'$THINTENSOR' ${args[*]@Q}; echo \$? > '$tmp/status'; sleep 120"
 wait_until "the first prompt" have_prompts 1
+wait_until "the line editor" editing
 
 # A half-typed line abandoned with Ctrl-C: never sent (turn 1's reply would answer it too).
 T send-keys -t chat -l "garbage words"
 T send-keys -t chat C-c
 wait_until "the Ctrl-C note" eval 'pane | grep -q "no reply to stop"'
+wait_until "the line editor" editing
 
 # Turn 1: Left-arrow edit inside the line.
 T send-keys -t chat -l "Once upon a time, there was a cat named Tom."
@@ -61,10 +66,12 @@ wait_until "the reply to turn 1" have_prompts $((n + 1))
 check "no escape bytes reach the screen" eval '! pane | grep -q "\^\[\["'
 got=$(reply_after "$L1")
 check "turn 1 answers the edited line: got '$got', want '$want1'" test "$got" = "$(trimmed "$want1")"
+wait_until "the line editor" editing
 
 T send-keys -t chat -l "/reset"
 T send-keys -t chat Enter
 wait_until "/reset" eval 'pane | grep -q "conversation cleared"'
+wait_until "the line editor" editing
 
 # Turn 2: Up Up recalls L1 (the newest entry is /reset), Ctrl-A goes to its start.
 T send-keys -t chat Up Up C-a
@@ -75,6 +82,7 @@ T send-keys -t chat Enter
 wait_until "the reply to turn 2" have_prompts $((n + 1))
 got=$(reply_after "$L2")
 check "turn 2 answers the recalled, edited line: got '$got', want '$want2'" test "$got" = "$(trimmed "$want2")"
+wait_until "the line editor" editing
 
 # Ctrl-D on a half-typed line sends nothing and does not quit; Ctrl-U clears it, Ctrl-D quits.
 n=$(prompts)
