@@ -1,8 +1,11 @@
 // thintensor chat MODEL: an interactive multi-turn conversation. Lines from stdin are the user's
 // turns; replies stream to stdout. The history is rendered through the model's chat template each
 // turn and the KV cache is reused between turns (runtime/chat_session.h). Commands: /reset, /exit
-// (or end of input), /help. Ctrl-C stops the reply being written and returns to the prompt.
+// (or end of input), /help. Ctrl-C stops the reply being written and returns to the prompt. At a
+// terminal the line is edited through cli/line_editor.h (cursor keys, history); piped input is
+// read line by line, and a turn that fails ends a piped session with the error (non-zero exit).
 #include "cli/command.h"
+#include "cli/line_editor.h"
 #include "cli/model_args.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -27,7 +30,7 @@ struct Opts {
     tt::cli::ModelArgs model;
     tt::cli::SamplingArgs sampling;
     std::string template_path, system;
-    std::vector<std::string> vars;
+    std::vector<std::string> vars, stop;
     int max_tokens = 1024;
 };
 
@@ -84,11 +87,20 @@ private:
     struct sigaction old_ {};
 };
 
+// Takes a pending Ctrl-C: whether one came since the last clear() (the pipe may also hold a
+// byte of a Ctrl-C already handled).
+bool take_interrupt(const SigintGuard& sigint) {
+    const bool interrupted = g_interrupted.load();
+    sigint.clear();
+    return interrupted;
+}
+
+using Status = tt::cli::LineEditor::Status;
+
 // Reads lines from a file descriptor with read(2) (not std::getline: a Ctrl-C at the prompt must
-// come back as "interrupted" rather than as a failed stream).
+// come back as "interrupted" rather than as a failed stream). For input that is not a terminal.
 class LineReader {
 public:
-    enum class Status { line, eof, interrupted };
     LineReader(int fd, const SigintGuard& sigint) : fd_(fd), sigint_(sigint) {}
 
     Status next(std::string& line) {
@@ -110,11 +122,7 @@ public:
                 if (errno == EINTR) continue;
                 tt::fail("stdin: {}", std::strerror(errno));
             }
-            if (p[1].revents & POLLIN) {
-                const bool interrupted = g_interrupted.load();
-                sigint_.clear();
-                if (interrupted) return Status::interrupted;
-            }
+            if ((p[1].revents & POLLIN) && take_interrupt(sigint_)) return Status::interrupted;
             if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             char chunk[4096];
             const ssize_t n = read(fd_, chunk, sizeof chunk);
@@ -145,8 +153,18 @@ void write_out(std::string_view text) {
     std::fflush(stdout);
 }
 
+// Where a line editor shows the prompt and the line: stdout when it is the terminal, else stderr
+// when that is (`chat MODEL > transcript.txt` still edits at the terminal); null without one.
+std::FILE* editor_output() {
+    if (isatty(STDOUT_FILENO)) return stdout;
+    if (isatty(STDERR_FILENO)) return stderr;
+    return nullptr;
+}
+
 int chat(const Opts& o) {
     using namespace tt;
+    for (const auto& s : o.stop)
+        if (s.empty()) fail("--stop: the text is empty (it would end every reply before its first token)");
     cli::LoadedModel m = cli::load_model(o.model, /*needed_context=*/0);
     if (!m.tokenizer) fail("{}: the model has no tokenizer, and chat needs one to read and write text", o.model.model);
     const ChatTemplate tmpl = chat_template_for(*m.archive, m.archive_path, o.model.model, o.template_path);
@@ -156,6 +174,7 @@ int chat(const Opts& o) {
     co.max_tokens = o.max_tokens;
     co.sampling = cli::sampling_config(o.sampling, m);
     co.stop_ids = chat_stop_ids(*m.tokenizer, tmpl, m.eos_ids());
+    co.stop = o.stop;
     co.template_vars = default_template_vars(*m.tokenizer, tmpl);
     for (const auto& kv : o.vars) add_template_var(co.template_vars, kv);
     ChatSession session(*m.backend, *m.tokenizer, tmpl, co);
@@ -167,23 +186,40 @@ int chat(const Opts& o) {
                   "/exit or Ctrl-D quits, Ctrl-C stops a reply.",
                   o.model.model, m.backend->context_size(), tmpl.context());
     SigintGuard sigint;
+    std::unique_ptr<cli::LineEditor> editor;
+    if (std::FILE* out = interactive ? editor_output() : nullptr)
+        editor = std::make_unique<cli::LineEditor>("> ", STDIN_FILENO, out, sigint.wake_fd(),
+                                                   [&sigint] { return take_interrupt(sigint); });
     LineReader reader(STDIN_FILENO, sigint);
+    // At a terminal a failed turn is shown and the person goes on (/reset, a shorter message);
+    // the exit status still says that some turn failed.
+    int failed_turns = 0;
+    const auto finish = [&]() -> int {
+        if (failed_turns == 0) return 0;
+        log::warn("{} turn{} failed in this session: exit status 1", failed_turns, failed_turns == 1 ? "" : "s");
+        return 1;
+    };
     for (;;) {
-        if (interactive) write_out("> ");
         std::string line;
-        const auto status = reader.next(line);
-        if (status == LineReader::Status::eof) {
-            if (interactive) write_out("\n");
-            return 0;
+        Status status;
+        if (editor) {
+            status = editor->next(line);
+        } else {
+            if (interactive) write_out("> ");
+            status = reader.next(line);
         }
-        if (status == LineReader::Status::interrupted) {
+        if (status == Status::eof) {
+            if (interactive) write_out("\n");
+            return finish();
+        }
+        if (status == Status::interrupted) {
             write_out("\n");
             log::info("(no reply to stop: /exit or Ctrl-D quits)");
             continue;
         }
         const std::string cmd = trim(line);
         if (cmd.empty()) continue;
-        if (cmd == "/exit" || cmd == "/quit" || cmd == "/bye") return 0;
+        if (cmd == "/exit" || cmd == "/quit" || cmd == "/bye") return finish();
         if (cmd == "/reset" || cmd == "/clear") {
             session.reset();
             log::info("(conversation cleared)");
@@ -208,9 +244,13 @@ int chat(const Opts& o) {
                        st.prompt_tokens, st.reused_tokens, st.fed_tokens, st.prefill_seconds * 1e3, st.generated_tokens,
                        st.decode_seconds > 0 ? st.decode_steps / st.decode_seconds : 0.0, st.stop_reason);
         } catch (const Error& e) {
-            // A turn that cannot run (the conversation outgrew the context) leaves the session usable.
+            // Piped, the turns after a failed one would answer a conversation that lacks it: the
+            // session ends with the error (printed once by main, non-zero exit).
+            if (!interactive) throw;
+            // At a terminal the session stays usable (the turn is dropped from the history).
             std::fflush(stdout);
             fmt::print(stderr, "thintensor: error: {}\n", e.what());
+            ++failed_turns;
         }
         sigint.clear();  // a Ctrl-C that came as the reply ended belongs to the reply
     }
@@ -228,6 +268,8 @@ static tt::cli::Registration reg("chat", "Talk with a model, turn by turn (its c
     sub.add_option("--var", o->vars, "Extra template variable key=value, e.g. enable_thinking=false (value parsed as JSON if it parses); repeatable")
         ->allow_extra_args(false);
     sub.add_option("-n,--max-tokens", o->max_tokens, "Most tokens per reply")->capture_default_str();
+    sub.add_option("--stop", o->stop, "End a reply when it generates this text (not shown or kept); repeatable")
+        ->allow_extra_args(false);
     tt::cli::add_sampling_args(sub, o->sampling);
     return [o]() -> int { return chat(*o); };
 });

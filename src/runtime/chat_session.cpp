@@ -3,6 +3,7 @@
 #include "runtime/chat_session.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "format/archive.h"
 #include "runtime/generate.h"
 #include "tokenizer/tokenizer.h"
@@ -51,7 +52,7 @@ nlohmann::ordered_json default_template_vars(const Tokenizer& tok, const ChatTem
 bool archive_has_chat_template(const Archive& archive) {
     if (archive.file("chat_template.jinja")) return true;
     if (auto cfg = archive.file("tokenizer_config.json")) {
-        const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+        const auto j = parse_json(*cfg, archive.path() + ": tokenizer_config.json");
         return j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
     }
     return false;
@@ -123,6 +124,7 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     GenerateOptions go;
     go.max_tokens = opt_.max_tokens;
     go.eos_ids = opt_.stop_ids;
+    go.stop = opt_.stop;
     go.should_stop = should_stop;
     const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
     GenerateStats g;

@@ -44,7 +44,7 @@ echo "reference reply 2: $(cat "$work/r2.txt")"
 
 # ---- the REPL through a pseudo-terminal
 if "$PY" - "$THINTENSOR" "$model" "$tmpl" "$work" "$U1" "$U2" "$U3" <<'PYEOF'
-import os, pty, re, select, signal, sys, time
+import os, pty, re, select, signal, sys, termios, time
 binary, model, tmpl, work, U1, U2, U3 = sys.argv[1:8]
 ref = {k: open(f"{work}/{k}.txt", encoding="utf-8").read() for k in ("r1", "r2", "r_long")}
 failures = []
@@ -93,7 +93,15 @@ class Session:
                 self.code = os.waitstatus_to_exitcode(status)
         return self.code is not None
 
-    def send(self, text):
+    def send(self, text, at_prompt=True):
+        """Types text; at the prompt, first waits until the line editor has the terminal (echo
+        off): the prompt is shown a moment before, and keys typed in between would be echoed by
+        the terminal as well, and a Ctrl-D there would be a cooked-mode end of file."""
+        deadline = time.time() + 10
+        while at_prompt and termios.tcgetattr(self.fd)[3] & termios.ECHO:
+            if time.time() > deadline:
+                raise TimeoutError("the line editor never took the terminal (echo still on)")
+            time.sleep(0.01)
         os.write(self.fd, text.encode())
 
     def turn(self, text):
@@ -112,7 +120,7 @@ class Session:
             if self.closed():
                 return self.code
         os.kill(self.pid, signal.SIGKILL)
-        raise TimeoutError("the chat did not exit")
+        raise TimeoutError(f"the chat did not exit; the end of its output: {self.transcript[-300:]!r}")
 
 def check(cond, what):
     print(("ok:   " if cond else "FAIL: ") + what)
@@ -151,7 +159,7 @@ while len(b.out) < 8:  # the reply has started streaming
 os.kill(b.pid, signal.SIGSTOP)
 while b.read(0.2):
     pass
-b.send("\x03")
+b.send("\x03", at_prompt=False)
 b.expect(rb"\^C", timeout=10)
 os.kill(b.pid, signal.SIGCONT)
 partial = b.transcript.decode("utf-8", "replace").split(U3 + "\r\n", 1)[1].split("^C", 1)[0]

@@ -198,6 +198,46 @@ TEST(ChatSession, ConversationBeyondTheContextIsAClearErrorAndLeavesHistoryAlone
     EXPECT_GT(t.generated_tokens, 0);
 }
 
+TEST(ChatSession, StopStringEndsTheReplyAndTheNextTurnStaysConsistent) {
+    const ChatTemplate tmpl(k_story_template, "story.jinja");
+    const std::string u1 = "Once upon a time, there was a little cat named Tom.";
+    std::string full;
+    {
+        auto be = tiny().backend();
+        full = ChatSession(*be, *tiny().tok, tmpl, greedy(60)).send(u1, {}).text;
+    }
+    // A word from the middle of the full reply: the stopped reply is the text before it.
+    const size_t at = full.find(' ', full.size() / 2);
+    ASSERT_NE(at, std::string::npos) << full;
+    const size_t end = full.find_first_of(" .,", at + 1);
+    const std::string stop = full.substr(at, end - at);  // " word", with its leading space
+    ASSERT_GT(stop.size(), 2u) << full;
+
+    ChatOptions o = greedy(60);
+    o.stop = {stop};
+    auto be = tiny().backend();
+    ChatSession s(*be, *tiny().tok, tmpl, o);
+    std::string streamed;
+    const ChatTurnStats t1 = s.send(u1, [&](std::string_view x) { streamed += x; });
+    EXPECT_EQ(t1.stop_reason, "stop string");
+    EXPECT_EQ(t1.text, full.substr(0, full.find(stop))) << "stop " << stop;
+    EXPECT_EQ(streamed, t1.text) << "the stop string is not shown";
+    EXPECT_EQ(s.messages()[1]["content"], t1.text) << "nor kept in the history";
+
+    // The cache held the tokens of the stop string; the next turn re-renders without them.
+    const ChatTurnStats t2 = s.send("One day, Tom saw a big red ball.", {});
+    ojson upto = s.messages();
+    upto.erase(upto.end() - 1);
+    const auto p2 = s.render_ids(upto, true);
+    EXPECT_EQ(std::vector<int32_t>(s.cached().begin(), s.cached().begin() + t2.prompt_tokens), p2);
+    std::vector<int32_t> want = from_scratch(p2, 60);
+    // from_scratch has no stop strings: compare up to where the stop string would have ended t2.
+    EXPECT_EQ(t2.text, tiny().tok->decode(want, true).substr(0, t2.text.size()));
+    if (t2.stop_reason != "stop string") {
+        EXPECT_EQ(t2.tokens, want);
+    }
+}
+
 TEST(ChatSession, ModelWithoutTemplateNeedsTemplateFlag) {
     try {
         chat_template_for(*tiny().archive, tiny().path, "tinystories", "");
