@@ -163,8 +163,6 @@ std::FILE* editor_output() {
 
 int chat(const Opts& o) {
     using namespace tt;
-    for (const auto& s : o.stop)
-        if (s.empty()) fail("--stop: the text is empty (it would end every reply before its first token)");
     cli::LoadedModel m = cli::load_model(o.model, /*needed_context=*/0);
     if (!m.tokenizer) fail("{}: the model has no tokenizer, and chat needs one to read and write text", o.model.model);
     const ChatTemplate tmpl = chat_template_for(*m.archive, m.archive_path, o.model.model, o.template_path);
@@ -268,8 +266,7 @@ static tt::cli::Registration reg("chat", "Talk with a model, turn by turn (its c
     sub.add_option("--var", o->vars, "Extra template variable key=value, e.g. enable_thinking=false (value parsed as JSON if it parses); repeatable")
         ->allow_extra_args(false);
     sub.add_option("-n,--max-tokens", o->max_tokens, "Most tokens per reply")->capture_default_str();
-    sub.add_option("--stop", o->stop, "End a reply when it generates this text (not shown or kept); repeatable")
-        ->allow_extra_args(false);
+    tt::cli::add_stop_arg(sub, o->stop);
     tt::cli::add_sampling_args(sub, o->sampling);
     return [o]() -> int { return chat(*o); };
 });

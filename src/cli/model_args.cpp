@@ -104,7 +104,8 @@ std::optional<std::string> non_empty_stop_error(const std::string& s) {
 void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop) {
     sub.add_option("--stop", stop, "Stop when this text is generated (repeatable; not printed)")
         ->check(CLI::Validator(
-            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, ""));
+            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, ""))
+        ->allow_extra_args(false);
 }
 
 LoadedModel load_model(const ModelArgs& a, int needed_context) {
