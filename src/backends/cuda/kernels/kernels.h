@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "runtime/device_buffers.h"  // decode_attention_partial_floats, the split and flash limits
 
 #include <cuda_runtime.h>
 
@@ -102,8 +103,9 @@ struct DecodeAttnArgs {
     RopeArgs rope;             // when rope_fused
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+// Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
+// decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h).
 int decode_attention_splits(int n_kv_heads, int n_sms);
-size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits);
 // Prefill: scores [heads, n_q, n_k] (f32) -> probabilities (out_dt) in place of a separate buffer,
 // with scale, soft-capping, the causal mask (query i sits at position q_pos0 + i) and the sliding window.
 void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,
@@ -126,7 +128,7 @@ struct PrefillAttnArgs {
     int window;                                 // sliding window (0 = full)
     float scale, softcap;                       // softcap 0 = none
 };
-// bf16/f16 with head_dim 64, 128 or 256.
+// bf16/f16 with head_dim 64, 128 or 256: flash_prefill_supported (runtime/device_buffers.h).
 bool prefill_attention_supported(DType dt, int head_dim);
 void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s);
 
