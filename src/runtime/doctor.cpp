@@ -7,18 +7,15 @@
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
+#include "core/subprocess.h"
 #include "runtime/model_source.h"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +27,6 @@
 #include <filesystem>
 #include <memory>
 
-extern char** environ;
 
 namespace tt {
 
@@ -368,22 +364,6 @@ std::string last_line(std::string_view s) {
 
 }  // namespace
 
-std::string find_executable(const std::string& name) {
-    if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-    const char* path = std::getenv("PATH");
-    std::string_view rest = path ? path : "/usr/bin:/bin";
-    while (true) {
-        const size_t colon = rest.find(':');
-        // note: fs::path rather than string concatenation, which trips GCC 12's -Wrestrict at -O3.
-        const std::string_view d = rest.substr(0, colon);
-        const std::string cand = (fs::path(d.empty() ? std::string_view(".") : d) / name).string();
-        if (::access(cand.c_str(), X_OK) == 0 && !fs::is_directory(cand)) return cand;
-        if (colon == std::string_view::npos) break;
-        rest.remove_prefix(colon + 1);
-    }
-    return "";
-}
-
 std::string default_python() {
     if (const char* p = std::getenv("THINTENSOR_PYTHON"); p && *p) return p;
     return "python3";
@@ -399,65 +379,20 @@ CheckItem check_python(const std::string& python, double timeout_s) {
     }
     it.data["path"] = exe;
 
-    int pipe_fd[2];
-    if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
-        it.status = CheckStatus::fail;
-        it.value = fmt::format("pipe failed: {}", errno_text(errno));
+    SubprocessOptions so;
+    so.output = ChildOutput::capture;
+    so.timeout_s = timeout_s;
+    so.max_output = size_t(64) << 10;  // the marker line is the last; the tail is enough
+    SubprocessResult child;
+    try {
+        child = run_subprocess({exe, "-c", k_python_probe}, so);
+    } catch (const Error& e) {
+        it.value = e.what();  // names the interpreter and why it could not start
         return it;
     }
-    // posix_spawn rather than fork: this process may already run CUDA driver threads.
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 2);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Its own process group, so that a timeout can end the interpreter and anything it started.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);
-    std::string a0 = exe, a1 = "-c", a2 = k_python_probe;
-    char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    ::close(pipe_fd[1]);
-    if (rc != 0) {
-        ::close(pipe_fd[0]);
-        it.value = fmt::format("{}: cannot run: {}", exe, errno_text(rc));
-        return it;
-    }
-
-    std::string out;
-    bool timed_out = false;
-    const auto t0 = std::chrono::steady_clock::now();
-    char chunk[4096];
-    for (;;) {
-        const double left = timeout_s - seconds_since(t0);
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd p{pipe_fd[0], POLLIN, 0};
-        const int pr = ::poll(&p, 1, int(std::min(left * 1000.0, 1000.0)) + 1);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr < 0) break;
-        if (pr == 0) continue;
-        const ssize_t n = ::read(pipe_fd[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // EOF: the interpreter closed its output (exited)
-        out.append(chunk, size_t(n));
-        if (out.size() > (size_t(1) << 20)) out.erase(0, out.size() - (size_t(64) << 10));  // keep the tail
-    }
-    ::close(pipe_fd[0]);
-    if (timed_out) ::kill(-pid, SIGKILL);
-    int wstatus = 0;
-    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-    const double took = seconds_since(t0);
-    it.data["seconds"] = took;
-    if (timed_out) {
+    const std::string& out = child.output;
+    it.data["seconds"] = child.seconds;
+    if (child.timed_out) {
         it.value = fmt::format("{}: no answer within {:g} s (importing torch hung?)", exe, timeout_s);
         return it;
     }
@@ -465,8 +400,7 @@ CheckItem check_python(const std::string& python, double timeout_s) {
     const size_t at = out.rfind(k_marker);
     if (at == std::string::npos) {
         const std::string why = last_line(out);
-        it.value = fmt::format("{}: probe failed (exit {}){}{}", exe,
-                               WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, why.empty() ? "" : ": ", why);
+        it.value = fmt::format("{}: probe failed (exit {}){}{}", exe, child.exit_code, why.empty() ? "" : ": ", why);
         return it;
     }
     const size_t end = out.find('\n', at);
