@@ -75,12 +75,10 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
 // g and u (in_dt) rows are ld elements apart (f when separate, 2f when gate and up share one GEMM output).
 void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
                GateAct act, void* out, DType out_dt, cudaStream_t s);
-// y[t, i] += b[i] (bias after a cuBLAS GEMM); when add non-null also y[t, i] += add[t, i].
+// y[t, i] += b[i] for t < n, i < rows (the bias after a cuBLAS GEMM).
 void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);
 // x = cap * tanh(x / cap): logit soft-capping.
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
-// Element-wise f32 -> dtype conversion.
-void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s);
 
 // ---- attention.cu ----
 // Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:
