@@ -4,6 +4,7 @@
 #include "runtime/doctor.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
@@ -404,27 +405,36 @@ CheckItem check_python(const std::string& python, double timeout_s) {
         return it;
     }
     const size_t end = out.find('\n', at);
-    json r = json::parse(out.substr(at + k_marker.size(), end == std::string::npos ? std::string::npos : end - at - k_marker.size()),
-                         nullptr, false);
-    if (!r.is_object()) {
-        it.value = fmt::format("{}: unreadable probe output", exe);
+    const std::string line =
+        out.substr(at + k_marker.size(), end == std::string::npos ? std::string::npos : end - at - k_marker.size());
+    json r;
+    try {
+        r = parse_json(line, exe + "'s probe output");
+        if (!r.is_object()) fail("{}'s probe output: not a JSON object", exe);
+        // Every field the report reads is a string (cuda_available a bool), or absent.
+        for (const char* key : {"python", "torch", "torch_cuda", "transformers", "torch_error", "transformers_error"})
+            if (r.contains(key) && !r[key].is_string() && !(std::string(key) == "torch_cuda" && r[key].is_null()))
+                fail("{}'s probe output: field '{}' is not a string", exe, key);
+        if (r.contains("cuda_available") && !r["cuda_available"].is_boolean())
+            fail("{}'s probe output: field 'cuda_available' is not true or false", exe);
+    } catch (const Error& e) {
+        it.value = fmt::format("unreadable probe output ({})", e.what());
         return it;
     }
+    auto str = [&](const char* key) { return r.contains(key) ? r[key].get<std::string>() : std::string(); };
     it.data["probe"] = r;
-    const std::string py = r.value("python", "?");
+    const std::string py = r.contains("python") ? str("python") : "?";
     if (!r.contains("torch") || !r.contains("transformers")) {
         std::string why;
-        if (r.contains("torch_error")) why += "torch: " + r["torch_error"].get<std::string>();
-        if (r.contains("transformers_error"))
-            why += std::string(why.empty() ? "" : "; ") + "transformers: " + r["transformers_error"].get<std::string>();
+        if (r.contains("torch_error")) why += "torch: " + str("torch_error");
+        if (r.contains("transformers_error")) why += std::string(why.empty() ? "" : "; ") + "transformers: " + str("transformers_error");
         it.value = fmt::format("python {} ({}): {} (needed by `validate --hf-model`)", py, exe, why);
         return it;
     }
     const bool cuda = r.value("cuda_available", false);
-    it.value = fmt::format("python {}: torch {}{}, transformers {}; torch {} a CUDA GPU", py,
-                           r["torch"].get<std::string>(),
-                           r["torch_cuda"].is_string() ? " (CUDA " + r["torch_cuda"].get<std::string>() + ")" : "",
-                           r["transformers"].get<std::string>(), cuda ? "sees" : "does not see");
+    it.value = fmt::format("python {}: torch {}{}, transformers {}; torch {} a CUDA GPU", py, str("torch"),
+                           r.contains("torch_cuda") && r["torch_cuda"].is_string() ? " (CUDA " + str("torch_cuda") + ")" : "", str("transformers"),
+                           cuda ? "sees" : "does not see");
     it.status = CheckStatus::ok;
     return it;
 }
@@ -532,9 +542,7 @@ std::optional<DoctorRecord> load_doctor_record(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) return std::nullopt;
     try {
-        const json j = json::parse(read_file(path), nullptr, false);
-        if (j.is_discarded()) fail("{}: not valid JSON", path);
-        return doctor_record_from_json(j, path);
+        return doctor_record_from_json(parse_json(read_file(path), path), path);
     } catch (const Error& e) {
         log::warn("ignoring the doctor record: {} (`thintensor doctor` writes a new one)", e.what());
         return std::nullopt;
