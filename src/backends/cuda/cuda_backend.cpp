@@ -208,8 +208,8 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     // prefill_buffers() leaves the score buffers out exactly when this holds (the same predicate).
     flash_ = prefill_attention_supported(kvdt_, spec_.head_dim);
     if (!flash_)
-        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of 512 "
-                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim);
+        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of {} "
+                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim, k_attn_query_chunk);
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -434,10 +434,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), F = s.ffn_dim, HD = s.head_dim;
     const int n_keys = n_past_ + n;
     const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
-    if (n > prefill_cap_ || n_keys > keys_cap_) {
-        prefill_cap_ = std::max(n, prefill_cap_);
-        keys_cap_ = std::max(n_keys, keys_cap_);
-    }
+    prefill_cap_ = std::max(n, prefill_cap_);
+    keys_cap_ = std::max(n_keys, keys_cap_);
     grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
     float* x = px_.as<float>();
     ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
