@@ -52,7 +52,6 @@ int run(const Opts& o) {
     if (!o.device_memory.empty()) {
         in = plan_input_from_archive(a, spec);
         in.context = context;
-        in.profile = bo.profile;
         in.vram_budget = bo.vram_budget;
         in.ram_budget = bo.ram_budget;
         in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");

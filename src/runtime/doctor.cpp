@@ -4,21 +4,19 @@
 #include "runtime/doctor.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
+#include "core/subprocess.h"
 #include "runtime/model_source.h"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +28,6 @@
 #include <filesystem>
 #include <memory>
 
-extern char** environ;
 
 namespace tt {
 
@@ -368,22 +365,6 @@ std::string last_line(std::string_view s) {
 
 }  // namespace
 
-std::string find_executable(const std::string& name) {
-    if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-    const char* path = std::getenv("PATH");
-    std::string_view rest = path ? path : "/usr/bin:/bin";
-    while (true) {
-        const size_t colon = rest.find(':');
-        // note: fs::path rather than string concatenation, which trips GCC 12's -Wrestrict at -O3.
-        const std::string_view d = rest.substr(0, colon);
-        const std::string cand = (fs::path(d.empty() ? std::string_view(".") : d) / name).string();
-        if (::access(cand.c_str(), X_OK) == 0 && !fs::is_directory(cand)) return cand;
-        if (colon == std::string_view::npos) break;
-        rest.remove_prefix(colon + 1);
-    }
-    return "";
-}
-
 std::string default_python() {
     if (const char* p = std::getenv("THINTENSOR_PYTHON"); p && *p) return p;
     return "python3";
@@ -399,65 +380,20 @@ CheckItem check_python(const std::string& python, double timeout_s) {
     }
     it.data["path"] = exe;
 
-    int pipe_fd[2];
-    if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
-        it.status = CheckStatus::fail;
-        it.value = fmt::format("pipe failed: {}", errno_text(errno));
+    SubprocessOptions so;
+    so.output = ChildOutput::capture;
+    so.timeout_s = timeout_s;
+    so.max_output = size_t(64) << 10;  // the marker line is the last; the tail is enough
+    SubprocessResult child;
+    try {
+        child = run_subprocess({exe, "-c", k_python_probe}, so);
+    } catch (const Error& e) {
+        it.value = e.what();  // names the interpreter and why it could not start
         return it;
     }
-    // posix_spawn rather than fork: this process may already run CUDA driver threads.
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 2);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Its own process group, so that a timeout can end the interpreter and anything it started.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);
-    std::string a0 = exe, a1 = "-c", a2 = k_python_probe;
-    char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    ::close(pipe_fd[1]);
-    if (rc != 0) {
-        ::close(pipe_fd[0]);
-        it.value = fmt::format("{}: cannot run: {}", exe, errno_text(rc));
-        return it;
-    }
-
-    std::string out;
-    bool timed_out = false;
-    const auto t0 = std::chrono::steady_clock::now();
-    char chunk[4096];
-    for (;;) {
-        const double left = timeout_s - seconds_since(t0);
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd p{pipe_fd[0], POLLIN, 0};
-        const int pr = ::poll(&p, 1, int(std::min(left * 1000.0, 1000.0)) + 1);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr < 0) break;
-        if (pr == 0) continue;
-        const ssize_t n = ::read(pipe_fd[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;  // EOF: the interpreter closed its output (exited)
-        out.append(chunk, size_t(n));
-        if (out.size() > (size_t(1) << 20)) out.erase(0, out.size() - (size_t(64) << 10));  // keep the tail
-    }
-    ::close(pipe_fd[0]);
-    if (timed_out) ::kill(-pid, SIGKILL);
-    int wstatus = 0;
-    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-    const double took = seconds_since(t0);
-    it.data["seconds"] = took;
-    if (timed_out) {
+    const std::string& out = child.output;
+    it.data["seconds"] = child.seconds;
+    if (child.timed_out) {
         it.value = fmt::format("{}: no answer within {:g} s (importing torch hung?)", exe, timeout_s);
         return it;
     }
@@ -465,32 +401,40 @@ CheckItem check_python(const std::string& python, double timeout_s) {
     const size_t at = out.rfind(k_marker);
     if (at == std::string::npos) {
         const std::string why = last_line(out);
-        it.value = fmt::format("{}: probe failed (exit {}){}{}", exe,
-                               WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1, why.empty() ? "" : ": ", why);
+        it.value = fmt::format("{}: probe failed (exit {}){}{}", exe, child.exit_code, why.empty() ? "" : ": ", why);
         return it;
     }
     const size_t end = out.find('\n', at);
-    json r = json::parse(out.substr(at + k_marker.size(), end == std::string::npos ? std::string::npos : end - at - k_marker.size()),
-                         nullptr, false);
-    if (!r.is_object()) {
-        it.value = fmt::format("{}: unreadable probe output", exe);
+    const std::string line =
+        out.substr(at + k_marker.size(), end == std::string::npos ? std::string::npos : end - at - k_marker.size());
+    json r;
+    try {
+        r = parse_json(line, exe + "'s probe output");
+        if (!r.is_object()) fail("{}'s probe output: not a JSON object", exe);
+        // Every field the report reads is a string (cuda_available a bool), or absent.
+        for (const char* key : {"python", "torch", "torch_cuda", "transformers", "torch_error", "transformers_error"})
+            if (r.contains(key) && !r[key].is_string() && !(std::string(key) == "torch_cuda" && r[key].is_null()))
+                fail("{}'s probe output: field '{}' is not a string", exe, key);
+        if (r.contains("cuda_available") && !r["cuda_available"].is_boolean())
+            fail("{}'s probe output: field 'cuda_available' is not true or false", exe);
+    } catch (const Error& e) {
+        it.value = fmt::format("unreadable probe output ({})", e.what());
         return it;
     }
+    auto str = [&](const char* key) { return r.contains(key) ? r[key].get<std::string>() : std::string(); };
     it.data["probe"] = r;
-    const std::string py = r.value("python", "?");
+    const std::string py = r.contains("python") ? str("python") : "?";
     if (!r.contains("torch") || !r.contains("transformers")) {
         std::string why;
-        if (r.contains("torch_error")) why += "torch: " + r["torch_error"].get<std::string>();
-        if (r.contains("transformers_error"))
-            why += std::string(why.empty() ? "" : "; ") + "transformers: " + r["transformers_error"].get<std::string>();
+        if (r.contains("torch_error")) why += "torch: " + str("torch_error");
+        if (r.contains("transformers_error")) why += std::string(why.empty() ? "" : "; ") + "transformers: " + str("transformers_error");
         it.value = fmt::format("python {} ({}): {} (needed by `validate --hf-model`)", py, exe, why);
         return it;
     }
     const bool cuda = r.value("cuda_available", false);
-    it.value = fmt::format("python {}: torch {}{}, transformers {}; torch {} a CUDA GPU", py,
-                           r["torch"].get<std::string>(),
-                           r["torch_cuda"].is_string() ? " (CUDA " + r["torch_cuda"].get<std::string>() + ")" : "",
-                           r["transformers"].get<std::string>(), cuda ? "sees" : "does not see");
+    it.value = fmt::format("python {}: torch {}{}, transformers {}; torch {} a CUDA GPU", py, str("torch"),
+                           r.contains("torch_cuda") && r["torch_cuda"].is_string() ? " (CUDA " + str("torch_cuda") + ")" : "", str("transformers"),
+                           cuda ? "sees" : "does not see");
     it.status = CheckStatus::ok;
     return it;
 }
@@ -598,9 +542,7 @@ std::optional<DoctorRecord> load_doctor_record(const std::string& path) {
     std::error_code ec;
     if (!fs::exists(path, ec)) return std::nullopt;
     try {
-        const json j = json::parse(read_file(path), nullptr, false);
-        if (j.is_discarded()) fail("{}: not valid JSON", path);
-        return doctor_record_from_json(j, path);
+        return doctor_record_from_json(parse_json(read_file(path), path), path);
     } catch (const Error& e) {
         log::warn("ignoring the doctor record: {} (`thintensor doctor` writes a new one)", e.what());
         return std::nullopt;

@@ -59,8 +59,6 @@ std::vector<CheckItem> check_model_cache(const std::string& dir, uint64_t test_b
 // reason (not found, import error, timeout) otherwise. `validate --hf-model` needs this.
 CheckItem check_python(const std::string& python, double timeout_s = 120.0);
 std::string default_python();
-// The file execvp would run for `name` (searched on $PATH unless it holds a '/'), or "" when there is none.
-std::string find_executable(const std::string& name);
 
 // Theoretical bandwidth of a PCIe link in one direction, GB/s after line encoding (8b/10b up to
 // gen 2, 128b/130b from gen 3, FLIT from gen 6): gen 5 x16 is 63.0. 0 when gen or width is unknown.

@@ -2,21 +2,17 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/subprocess.h"
 #include "runtime/doctor.h"
 
 #include <fmt/format.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -86,23 +82,14 @@ void run_hf_helper(const std::string& mode, nlohmann::json request, HelperOutput
     const TempFile req(request.dump());
     log::debug("running {} {} {} {}", exe, helper, mode, req.path);
 
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    SubprocessOptions so;
     // Reference mode keeps our stdout for the report (--json); the helper's chatter goes to stderr.
-    if (out == HelperOutput::to_stderr) posix_spawn_file_actions_adddup2(&fa, 2, 1);
-    std::string a0 = exe, a1 = helper, a2 = mode, a3 = req.path;
-    char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), nullptr};
-    pid_t pid = -1;
-    // posix_spawn rather than fork: this process may already run CUDA driver threads.
-    const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) fail("{}: cannot run: {}", exe, std::strerror(rc));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFSIGNALED(status)) fail("the transformers helper ({} {}) was killed by signal {}", exe, helper, WTERMSIG(status));
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    so.output = out == HelperOutput::to_stderr ? ChildOutput::to_stderr : ChildOutput::inherit;
+    // No timeout: loading a large model can take minutes, and Ctrl-C reaches the helper as it
+    // stays in our process group.
+    const SubprocessResult r = run_subprocess({exe, helper, mode, req.path}, so);
+    if (r.signal) fail("the transformers helper ({} {}) was killed by signal {}", exe, helper, r.signal);
+    const int code = r.exit_code;
     switch (code) {
     case 0: return;
     case k_exit_no_torch:

@@ -44,39 +44,18 @@ std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
 
-uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t we, size_t ke) {
-    // Mirrors CudaBackend::prefill's buffers: px, ph, pqkv, pqb, pscores and pprobs (without the
-    // flash-attention kernel), patt, ptmp (with sandwich norms), pgu, pact, pids, plus the logits
-    // of one row.
-    const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = std::min<uint64_t>(T, 512);
-    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
-    uint64_t b = 0;
-    b += T * H * 4;                      // px: residual stream
-    b += T * H * we;                     // ph: normalized input
-    b += T * (Q + 2 * KV) * 4;           // pqkv
-    b += T * Q * ke;                     // pqb: roped q
-    if (prefill_scores_materialized(s, ke)) {
-        b += uint64_t(s.n_heads) * qc * K * 4;   // pscores
-        b += uint64_t(s.n_heads) * qc * K * ke;  // pprobs
-    }
-    b += T * Q * we;                     // patt
-    if (s.sandwich_norm) b += T * H * 4; // ptmp: Gemma's projections before their post-norm
-    b += T * 2 * F * we;                 // pgu: gate and up, in the weights' dtype
-    b += T * F * we;                     // pact
-    b += T * 4;                          // pids
-    b += uint64_t(s.vocab_size) * 4;     // plogits, last row
-    return b;
-}
-
-bool prefill_scores_materialized(const ModelSpec& s, size_t kv_elem) {
-    return kv_elem != 2 || (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256);
-}
-
-uint64_t decode_activation_bytes(const ModelSpec& s) {
-    // x, q, k, v, att, tmp, ffn, logits (f32) and the attention partials at the most splits (256).
-    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
-    const uint64_t floats = H + 2 * Q + 2 * KV + std::max(H, F) + F + uint64_t(s.vocab_size);
-    return floats * 4 + uint64_t(s.n_heads) * 256 * uint64_t(s.head_dim + 2) * 4 + 64;
+std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context) {
+    // The backend's own buffers, from the lists it allocates from, then what cuBLAS, the graph and
+    // the allocator take beside them.
+    const int chunk = prefill_chunk_tokens(context);
+    const uint64_t kv = 2 * uint64_t(s.n_layers) * kv_cache_layer_bytes(s, context, weights);
+    return {
+        {fmt::format("KV cache ({} positions)", context), kv},
+        {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1))},
+        {"decode activations", total_bytes(decode_buffers(s, k_max_decode_splits))},
+        {"cuBLAS workspace", k_cublas_workspace},
+        {"allocator slack (graph, events)", k_alloc_slack},
+    };
 }
 
 double prefill_flops(const ModelSpec& s, int n) {
@@ -106,8 +85,7 @@ uint64_t host_available_ram() {
 PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
     PlanInput in;
     in.spec = spec;
-    in.weight_elem = dtype_size(a.tensors().front().view.dtype);
-    in.kv_elem = in.weight_elem;  // the CUDA backend keeps the KV cache in the weights' dtype
+    in.weights = a.tensors().front().view.dtype;
     for (const auto& b : a.blocks()) {
         PlanBlock pb;
         pb.name = b.name;
@@ -166,17 +144,8 @@ Plan make_plan(const PlanInput& in) {
     }
 
     // ---- the fixed working set ----
-    p.prefill_chunk = std::min(in.context, k_prefill_chunk);
-    const uint64_t kv = 2 * uint64_t(s.n_layers) * uint64_t(in.context) * uint64_t(s.kv_dim()) * in.kv_elem;
-    const uint64_t workspace = prefill_workspace_bytes(s, p.prefill_chunk, in.context, in.weight_elem, in.kv_elem);
-    const uint64_t acts = decode_activation_bytes(s);
-    const std::vector<MemLine> fixed_lines = {
-        {fmt::format("KV cache ({} positions)", in.context), kv},
-        {fmt::format("prefill workspace ({}-token chunks)", p.prefill_chunk), workspace},
-        {"decode activations", acts},
-        {"cuBLAS workspace", k_cublas_workspace},
-        {"allocator slack (graph, events)", k_alloc_slack},
-    };
+    p.prefill_chunk = prefill_chunk_tokens(in.context);
+    const std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context);
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
 
@@ -361,7 +330,7 @@ Plan make_plan(const PlanInput& in) {
     p.pcie_bound_tps = p.pcie_bytes ? h2d / double(p.pcie_bytes) : 0;
     // Prefill: each streamed block crosses once per chunk; f32 weights run cuBLAS in true f32
     // (no tensor cores), about 1/16 of the bf16 rate.
-    const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weight_elem >= 4 ? 16.0 : 1.0);
+    const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weights == DType::f32 ? 16.0 : 1.0);
     const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, copy_s);
     p.prefill_tps = prefill_s > 0 ? p.prefill_chunk / prefill_s : 0;
 

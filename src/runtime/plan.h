@@ -8,8 +8,9 @@
 // 4 KiB-aligned byte range, so streaming it is one copy and its tensors keep their offsets.
 #pragma once
 
+#include "core/dtype.h"
 #include "model/model_spec.h"
-#include "runtime/profile.h"
+#include "runtime/device_buffers.h"
 
 #include <nlohmann/json.hpp>
 
@@ -54,10 +55,8 @@ struct PlanBlock {
 struct PlanInput {
     std::vector<PlanBlock> blocks;  // archive order: embed, layer.0..N-1, output
     ModelSpec spec;
-    size_t weight_elem = 2;         // bytes per weight element (bf16 = 2, f32 = 4)
-    size_t kv_elem = 2;             // bytes per KV-cache element
+    DType weights = DType::bf16;    // the weights' dtype (the KV cache's follows: kv_cache_dtype)
     int context = 0;                // KV-cache positions
-    Profile profile = Profile::balanced;
     uint64_t vram_budget = 0;       // requested; 0 = free VRAM minus the margin
     uint64_t device_total = 0;      // the GPU's memory
     uint64_t device_free = 0;       // free now
@@ -67,12 +66,12 @@ struct PlanInput {
     Bandwidths bw;
 };
 
-// Fixed costs the planner budgets (also what the CUDA backend allocates; it checks it stays within).
+// Fixed costs the planner budgets beside the backend's own buffers (runtime/device_buffers.h): what
+// cuBLAS, the CUDA graph and the allocator take on their own, and the margins left free.
 inline constexpr uint64_t k_vram_margin = uint64_t(512) << 20;      // auto budget: free VRAM minus this
 inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator rounding, CUDA graph, events
 inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
 inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
-inline constexpr int k_prefill_chunk = 2048;                        // prompts are run in chunks of this many tokens
 // Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16, 2026-11-29 second run):
 // the Llama-3-8B shape reads 15.02 GB/token at 198.6 tok/s against a 4216 GB/s device copy, the
 // Qwen3-0.6B shape 1.20 GB/token at 871.1 tok/s against 4178 GB/s. Kernel time per token =
@@ -145,15 +144,9 @@ Plan make_plan(const PlanInput& in);
 // context, budgets, device memory and bandwidths.
 PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
 
-// Bytes of the prefill workspace for chunks of `tokens` with up to `keys` cached positions (the
-// CUDA backend's buffers), and of the decode activations.
-uint64_t prefill_workspace_bytes(const ModelSpec& s, int tokens, int keys, size_t weight_elem, size_t kv_elem);
-// Whether prefill attention materializes its scores (f32 [heads, 512, keys] plus the
-// probabilities): when the flash-attention kernel does not cover the model — f32 KV caches and
-// head dims other than 64, 128 and 256 (mirrors prefill_attention_supported in
-// src/backends/cuda/kernels/flash_attention.cu; the CUDA backend checks that they agree).
-bool prefill_scores_materialized(const ModelSpec& s, size_t kv_elem);
-uint64_t decode_activation_bytes(const ModelSpec& s);
+// The fixed working set's VRAM lines (KV cache, prefill workspace, decode activations, cuBLAS
+// workspace, allocator slack) for `context` positions: sums of the backend's buffer lists.
+std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context);
 // Multiply-adds ×2 of a prefill of n tokens from an empty cache, logits of the last token only.
 double prefill_flops(const ModelSpec& s, int n);
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace tt;
 namespace fs = std::filesystem;
@@ -304,6 +305,53 @@ TEST(Doctor, PythonProbeTimesOut) {
     EXPECT_EQ(it.status, CheckStatus::missing);
     EXPECT_NE(it.value.find("no answer within 0.5 s"), std::string::npos) << it.value;
     EXPECT_LT(took, 5.0);  // the interpreter and its sleep were killed, not waited for
+}
+
+// A probe answer of the wrong shape is reported naming the field, not as a library type error.
+TEST(Doctor, PythonProbeWithMalformedOutput) {
+    TempDir d;
+    const std::string number = script(d, "py_number",
+                                      "echo 'THINTENSOR_DOCTOR {\"python\": \"3.12.3\", \"torch\": 2, \"transformers\": \"4.46.3\"}'");
+    CheckItem it = check_python(number, 10);
+    EXPECT_EQ(it.status, CheckStatus::missing);
+    EXPECT_EQ(it.value, "unreadable probe output (" + number + "'s probe output: field 'torch' is not a string)");
+    const std::string flag = script(d, "py_flag",
+                                    "echo 'THINTENSOR_DOCTOR {\"python\": \"3.12.3\", \"torch\": \"2.5\", "
+                                    "\"transformers\": \"4.46.3\", \"cuda_available\": \"yes\"}'");
+    it = check_python(flag, 10);
+    EXPECT_NE(it.value.find("field 'cuda_available' is not true or false"), std::string::npos) << it.value;
+    const std::string broken = script(d, "py_broken", "echo 'THINTENSOR_DOCTOR {\"python\": '");
+    it = check_python(broken, 10);
+    EXPECT_EQ(it.status, CheckStatus::missing);
+    EXPECT_NE(it.value.find("unreadable probe output (" + broken + "'s probe output: invalid JSON"), std::string::npos) << it.value;
+}
+
+// The timeout ends the interpreter's whole process group, and a probe whose interpreter left a
+// background process holding its output still answers.
+TEST(Doctor, PythonProbeTimeoutEndsWhatTheInterpreterStarted) {
+    TempDir d;
+    const std::string pidfile = (d.path / "pid").string();
+    const std::string hang = script(d, "py_bg_hang", "sleep 60 &\necho $! > " + pidfile + "\nsleep 60");
+    const CheckItem it = check_python(hang, 0.5);
+    EXPECT_NE(it.value.find("no answer within 0.5 s"), std::string::npos) << it.value;
+    long pid = 0;
+    std::ifstream(pidfile) >> pid;
+    ASSERT_GT(pid, 0);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+        std::string line;
+        gone = !stat || !std::getline(stat, line) || line.find(") Z") != std::string::npos;
+        if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(gone) << "the interpreter's background process outlived the timeout";
+    const std::string bg = script(d, "py_bg_answer",
+                                  "sleep 20 &\n"
+                                  "echo 'THINTENSOR_DOCTOR {\"python\": \"3.12.3\", \"torch_error\": \"no\", \"transformers\": \"4\"}'");
+    const auto t0 = std::chrono::steady_clock::now();
+    const CheckItem answered = check_python(bg, 10);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+    EXPECT_NE(answered.value.find("torch: no"), std::string::npos) << answered.value;
 }
 
 TEST(Doctor, PythonProbeRunsOnARealInterpreter) {

@@ -23,10 +23,11 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 //                      + logits 4000 (bf16, head_dim 64: flash attention, no
 //                      score buffers; no sandwich norms, no tmp)              =    495,776
 //   activations        (256 + 2*256 + 2*128 + 512 + 512 + 1000) * 4
-//                      + 4 heads * 256 splits * 66 * 4 + 64                   =    282,592
+//                      + partials 4 heads * 256 splits * 66 * 4
+//                      + arrivals 2 * 4 + io 16                               =    282,552
 //   cuBLAS 64 MiB + slack 256 MiB                                             = 335,544,320
-//   total                                                                     = 336,453,760
-constexpr uint64_t k_fixed = 336453760;
+//   total                                                                     = 336,453,720
+constexpr uint64_t k_fixed = 336453720;
 
 PlanInput small_input() {
     PlanInput in;
@@ -40,7 +41,7 @@ PlanInput small_input() {
     s.vocab_size = 1000;
     s.max_context = 64;
     s.layer_attn.assign(4, AttnKind::full);
-    in.weight_elem = in.kv_elem = 2;
+    in.weights = DType::bf16;
     in.context = 64;
     uint64_t off = 4096;
     auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
@@ -61,22 +62,75 @@ PlanInput small_input() {
 
 }  // namespace
 
-TEST(Plan, FixedCostsByHand) {
-    const PlanInput in = small_input();
-    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 495776u);
-    // An f32 KV cache has no flash kernel: + scores 4 heads*64*64*4 + probs 4*64*64*4, and the
-    // roped q in f32 (+ 64*256*2).
-    EXPECT_TRUE(prefill_scores_materialized(in.spec, 4));
-    EXPECT_FALSE(prefill_scores_materialized(in.spec, 2));
-    EXPECT_EQ(prefill_workspace_bytes(in.spec, 64, 64, 2, 4) - prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 65536u + 65536u + 32768u);
-    ModelSpec odd = in.spec;
-    odd.head_dim = 96;  // phi3's
-    EXPECT_TRUE(prefill_scores_materialized(odd, 2));
+uint64_t entry(const PrefillBuffers& l, PrefillBuf b) { return l[size_t(b)].bytes; }
+
+TEST(Plan, PrefillBuffersByHand) {
+    const ModelSpec s = small_input().spec;
+    const PrefillBuffers bf16 = prefill_buffers(s, 64, 64, DType::bf16, 1);
+    EXPECT_EQ(total_bytes(bf16), 495776u);
+    EXPECT_EQ(entry(bf16, PrefillBuf::x), 65536u);
+    EXPECT_EQ(entry(bf16, PrefillBuf::qkv), 131072u);
+    EXPECT_EQ(entry(bf16, PrefillBuf::gate_up), 131072u);
+    EXPECT_EQ(entry(bf16, PrefillBuf::logits), 4000u);
+    EXPECT_EQ(entry(bf16, PrefillBuf::scores), 0u);  // the flash kernel covers bf16 with head_dim 64
+    EXPECT_EQ(entry(bf16, PrefillBuf::proj), 0u);    // no sandwich norms
+    EXPECT_EQ(total_bytes(prefill_buffers(s, 64, 64, DType::f16, 1)), 495776u);
+    // All-position logits: one row of 1000 f32 per token.
+    EXPECT_EQ(entry(prefill_buffers(s, 64, 64, DType::bf16, 64), PrefillBuf::logits), 64u * 4000u);
+    // f32 weights keep an f32 KV cache, which has no flash kernel: every weights'/KV-dtype buffer
+    // doubles and the scores and probabilities appear (4 heads * 64 queries * 64 keys * 4 B each).
+    const PrefillBuffers f32 = prefill_buffers(s, 64, 64, DType::f32, 1);
+    EXPECT_EQ(entry(f32, PrefillBuf::scores), 65536u);
+    EXPECT_EQ(entry(f32, PrefillBuf::probs), 65536u);
+    EXPECT_EQ(total_bytes(f32), 495776u + 32768u * 3 + 131072u + 65536u + 65536u * 2);  // = 921,760
+    // Scores are materialized for at most 512 queries at a time, against every key.
+    ModelSpec odd = s;
+    odd.head_dim = 96;  // phi3's: no flash kernel
+    EXPECT_EQ(entry(prefill_buffers(odd, 2048, 4096, DType::bf16, 1), PrefillBuf::scores), 4u * 512 * 4096 * 4);
     // Sandwich norms (Gemma) keep each projection in f32 before its post-norm: + 64 * 256 * 4.
-    ModelSpec gemma = in.spec;
+    ModelSpec gemma = s;
     gemma.sandwich_norm = true;
-    EXPECT_EQ(prefill_workspace_bytes(gemma, 64, 64, 2, 2) - prefill_workspace_bytes(in.spec, 64, 64, 2, 2), 65536u);
-    EXPECT_EQ(decode_activation_bytes(in.spec), 282592u);
+    EXPECT_EQ(entry(prefill_buffers(gemma, 64, 64, DType::bf16, 1), PrefillBuf::proj), 65536u);
+}
+
+TEST(Plan, DecodeBuffersAndKernelFacts) {
+    const ModelSpec s = small_input().spec;
+    EXPECT_EQ(total_bytes(decode_buffers(s, k_max_decode_splits)), 282552u);
+    EXPECT_EQ(decode_buffers(s, 3)[size_t(DecodeBuf::partial)].bytes, 4u * 3 * 66 * 4);
+    EXPECT_EQ(decode_buffers(s, 3)[size_t(DecodeBuf::io)].bytes, 16u);
+    EXPECT_TRUE(flash_prefill_supported(DType::bf16, 128));
+    EXPECT_TRUE(flash_prefill_supported(DType::f16, 256));
+    EXPECT_FALSE(flash_prefill_supported(DType::f32, 64));
+    EXPECT_FALSE(flash_prefill_supported(DType::bf16, 96));
+    EXPECT_EQ(kv_cache_dtype(DType::bf16), DType::bf16);
+    EXPECT_EQ(kv_cache_dtype(DType::f32), DType::f32);
+    EXPECT_EQ(kv_cache_layer_bytes(s, 64, DType::bf16), 64u * 128 * 2);
+    EXPECT_EQ(prefill_chunk_tokens(100), 100);
+    EXPECT_EQ(prefill_chunk_tokens(100000), k_prefill_chunk);
+    // Every entry is named (the plan and the backend's messages print them).
+    for (const BufferSize& b : prefill_buffers(s, 1, 1, DType::bf16, 1)) EXPECT_TRUE(b.name && *b.name);
+    for (const BufferSize& b : decode_buffers(s, 1)) EXPECT_TRUE(b.name && *b.name);
+}
+
+// The plan's fixed lines are sums of the very lists the CUDA backend allocates from.
+TEST(Plan, FixedLinesSumTheBackendsBufferLists) {
+    for (DType dt : {DType::bf16, DType::f32}) {
+        PlanInput in = small_input();
+        in.weights = dt;
+        in.context = 64;
+        const Plan p = make_plan(in);
+        auto line = [&](const std::string& prefix) {
+            for (const MemLine& l : p.vram)
+                if (l.what.rfind(prefix, 0) == 0) return l.bytes;
+            ADD_FAILURE() << "no VRAM line " << prefix;
+            return uint64_t(0);
+        };
+        EXPECT_EQ(line("KV cache"), 2 * 4 * kv_cache_layer_bytes(in.spec, 64, dt));
+        EXPECT_EQ(line("prefill workspace"), total_bytes(prefill_buffers(in.spec, 64, 64, dt, 1)));
+        EXPECT_EQ(line("decode activations"), total_bytes(decode_buffers(in.spec, k_max_decode_splits)));
+        EXPECT_EQ(line("cuBLAS workspace"), k_cublas_workspace);
+    }
+    EXPECT_EQ(fixed_vram_lines(small_input().spec, DType::bf16, 64).size(), 5u);
 }
 
 TEST(Plan, EverythingFits) {

@@ -29,6 +29,7 @@
 #include "format/archive.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
+#include "runtime/device_buffers.h"
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
@@ -36,6 +37,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -142,8 +144,14 @@ private:
     std::vector<DevLayer> layers_;
     DeviceBuffer inv_freq_, inv_freq_local_;
     RopeTable rope_, rope_local_;
-    // Decode state (fixed addresses: the graph refers to them).
-    DeviceBuffer x_, q_, k_, v_, att_, tmp_, ffn_, logits_, partial_, arrivals_, io_;  // io_: {token, pos, result}
+    // Decode state (fixed addresses: the graph refers to them), allocated from decode_buffers()
+    // (runtime/device_buffers.h, the list the planner sums); the names below are its entries.
+    std::array<DeviceBuffer, size_t(DecodeBuf::count)> decode_bufs_;
+    DeviceBuffer& dbuf(DecodeBuf b) { return decode_bufs_[size_t(b)]; }
+    DeviceBuffer &x_ = dbuf(DecodeBuf::x), &q_ = dbuf(DecodeBuf::q), &k_ = dbuf(DecodeBuf::k), &v_ = dbuf(DecodeBuf::v);
+    DeviceBuffer &att_ = dbuf(DecodeBuf::att), &tmp_ = dbuf(DecodeBuf::tmp), &ffn_ = dbuf(DecodeBuf::ffn);
+    DeviceBuffer &logits_ = dbuf(DecodeBuf::logits), &partial_ = dbuf(DecodeBuf::partial);
+    DeviceBuffer &arrivals_ = dbuf(DecodeBuf::arrivals), &io_ = dbuf(DecodeBuf::io);  // io_: {token, pos, result, argmax}
     Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
@@ -151,10 +159,16 @@ private:
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
     cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
-    // Prefill workspace, grown on demand.
+    // Prefill workspace, grown on demand from prefill_buffers() (the list the planner sums).
     int prefill_cap_ = 0, keys_cap_ = 0;
-    DeviceBuffer px_, ph_, pqkv_, pqb_;
-    DeviceBuffer pscores_, pprobs_, patt_, ptmp_, pgu_, pact_, plogits_, pids_;
+    std::array<DeviceBuffer, size_t(PrefillBuf::count)> prefill_bufs_;
+    DeviceBuffer& pbuf(PrefillBuf b) { return prefill_bufs_[size_t(b)]; }
+    // Grows every buffer of `list` that is smaller than listed (the rest keep their contents).
+    void grow_prefill_buffers(const PrefillBuffers& list);
+    DeviceBuffer &px_ = pbuf(PrefillBuf::x), &ph_ = pbuf(PrefillBuf::h), &pqkv_ = pbuf(PrefillBuf::qkv);
+    DeviceBuffer &pqb_ = pbuf(PrefillBuf::q_roped), &pscores_ = pbuf(PrefillBuf::scores), &pprobs_ = pbuf(PrefillBuf::probs);
+    DeviceBuffer &patt_ = pbuf(PrefillBuf::att), &ptmp_ = pbuf(PrefillBuf::proj), &pgu_ = pbuf(PrefillBuf::gate_up);
+    DeviceBuffer &pact_ = pbuf(PrefillBuf::act), &pids_ = pbuf(PrefillBuf::ids), &plogits_ = pbuf(PrefillBuf::logits);
     std::vector<float> host_logits_;
 };
 
@@ -172,9 +186,7 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
         if (t.view.dtype != wdt_)
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
-    // note: the KV cache has the weights' dtype, as in transformers: bf16 for bf16 models, and f32
-    // for f32 models so the f32 reference fixtures are compared without an extra rounding.
-    kvdt_ = wdt_;
+    kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     embed_scale_ = spec_.embed_scale;
     if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
@@ -193,11 +205,11 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
     const char* pdl_env = std::getenv("TT_PDL");
     dependent_launch_ = devices[size_t(device_)].cc_major >= 9 && !ws_->streaming() && !(pdl_env && std::string(pdl_env) == "0");
-    flash_ = kvdt_ == wdt_ && prefill_attention_supported(kvdt_, spec_.head_dim);
-    TT_ASSERT(flash_ == !prefill_scores_materialized(spec_, dtype_size(kvdt_)));  // the planner counted the same buffers
+    // prefill_buffers() leaves the score buffers out exactly when this holds (the same predicate).
+    flash_ = prefill_attention_supported(kvdt_, spec_.head_dim);
     if (!flash_)
-        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of 512 "
-                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim);
+        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of {} "
+                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim, k_attn_query_chunk);
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -206,26 +218,16 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     TT_CUDA_CHECK(cudaMemcpy(inv_freq_.ptr, rope_.inv_freq.data(), inv_freq_.bytes, cudaMemcpyHostToDevice));
     TT_CUDA_CHECK(cudaMemcpy(inv_freq_local_.ptr, rope_local_.inv_freq.data(), inv_freq_local_.bytes, cudaMemcpyHostToDevice));
 
-    const size_t kv_bytes = size_t(n_ctx_) * size_t(spec_.kv_dim()) * dtype_size(kvdt_);
+    const size_t kv_bytes = kv_cache_layer_bytes(spec_, n_ctx_, wdt_);
     for (auto& l : layers_) {
         l.k_cache = DeviceBuffer(kv_bytes);
         l.v_cache = DeviceBuffer(kv_bytes);
     }
-    const int H = spec_.hidden_dim;
-    x_ = DeviceBuffer(size_t(H) * 4);
-    q_ = DeviceBuffer(size_t(spec_.q_dim()) * 4);
-    k_ = DeviceBuffer(size_t(spec_.kv_dim()) * 4);
-    v_ = DeviceBuffer(size_t(spec_.kv_dim()) * 4);
-    att_ = DeviceBuffer(size_t(spec_.q_dim()) * 4);
-    tmp_ = DeviceBuffer(size_t(std::max(H, spec_.ffn_dim)) * 4);
-    ffn_ = DeviceBuffer(size_t(spec_.ffn_dim) * 4);
-    logits_ = DeviceBuffer(size_t(spec_.vocab_size) * 4);
     n_splits_ = decode_attention_splits(spec_.n_kv_heads, n_sms_);
-    partial_ = DeviceBuffer(decode_attention_partial_floats(spec_.n_heads, spec_.head_dim, n_splits_) * 4);
-    arrivals_ = DeviceBuffer(size_t(spec_.n_kv_heads) * sizeof(int));
+    const DecodeBuffers decode_list = decode_buffers(spec_, n_splits_);
+    for (size_t i = 0; i < decode_list.size(); ++i) decode_bufs_[i] = DeviceBuffer(decode_list[i].bytes);
     TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
     profile_ = opt.profile;
-    io_ = DeviceBuffer(4 * sizeof(int32_t));
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
 }
 
@@ -431,26 +433,10 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const int n = int(tokens.size());
     const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), F = s.ffn_dim, HD = s.head_dim;
     const int n_keys = n_past_ + n;
-    constexpr int k_q_chunk = 512;  // query rows per attention score block
     const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
-    if (n > prefill_cap_ || n_keys > keys_cap_) {
-        prefill_cap_ = std::max(n, prefill_cap_);
-        keys_cap_ = std::max(n_keys, keys_cap_);
-        const size_t T = size_t(prefill_cap_), K = size_t(keys_cap_), qc = size_t(std::min(prefill_cap_, k_q_chunk));
-        px_ = DeviceBuffer(T * H * 4);
-        ph_ = DeviceBuffer(T * H * we);
-        pqkv_ = DeviceBuffer(T * (Q + 2 * KV) * 4);
-        pqb_ = DeviceBuffer(T * Q * ke);
-        if (!flash_) {
-            pscores_ = DeviceBuffer(size_t(s.n_heads) * qc * K * 4);
-            pprobs_ = DeviceBuffer(size_t(s.n_heads) * qc * K * ke);
-        }
-        patt_ = DeviceBuffer(T * Q * we);
-        if (s.sandwich_norm) ptmp_ = DeviceBuffer(T * H * 4);  // a projection before its post-norm
-        pgu_ = DeviceBuffer(T * 2 * F * we);
-        pact_ = DeviceBuffer(T * F * we);
-        pids_ = DeviceBuffer(T * 4);
-    }
+    prefill_cap_ = std::max(n, prefill_cap_);
+    keys_cap_ = std::max(n_keys, keys_cap_);
+    grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
     float* x = px_.as<float>();
     ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
@@ -493,8 +479,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
             // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
             // out = P V. Heads that share a KV head are batched with a stride over the group.
             const cudaDataType_t kt = cuda_type(kvdt_);
-            for (int c0 = 0; c0 < n; c0 += k_q_chunk) {
-                const int nq = std::min(k_q_chunk, n - c0);
+            for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
+                const int nq = std::min(k_attn_query_chunk, n - c0);
                 const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
                 const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
                 const int nk_used = nk - k_lo;
@@ -553,14 +539,17 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     n_past_ += n;
     // ph_ holds output_norm(x) for every row, in the weights' dtype.
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
-    const size_t need = size_t(n_out) * s.vocab_size * 4;
-    if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
     ws_->need_head();
     gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.ptr,
          DType::f32, s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
     ws_->done_head();
     ws_->end_pass();
+}
+
+void CudaBackend::grow_prefill_buffers(const PrefillBuffers& list) {
+    for (size_t i = 0; i < list.size(); ++i)
+        if (prefill_bufs_[i].bytes < list[i].bytes) prefill_bufs_[i] = DeviceBuffer(list[i].bytes);
 }
 
 void CudaBackend::project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in,
@@ -599,8 +588,9 @@ void CudaBackend::prefill_by_decode(std::span<const int32_t> tokens, bool all_lo
     // token at a time (slower: every token reads all weights), logits gathered into plogits_.
     const int n = int(tokens.size());
     const size_t V = size_t(spec_.vocab_size);
-    const size_t need = size_t(all_logits ? n : 1) * V * 4;
-    if (plogits_.bytes < need) plogits_ = DeviceBuffer(need);
+    PrefillBuffers only_logits{};  // every other prefill buffer stays as it is
+    only_logits[size_t(PrefillBuf::logits)] = prefill_buffers(spec_, 0, 0, wdt_, all_logits ? n : 1)[size_t(PrefillBuf::logits)];
+    grow_prefill_buffers(only_logits);
     for (int t = 0; t < n; ++t) {
         host_io_[0] = tokens[size_t(t)];
         host_io_[1] = n_past_;

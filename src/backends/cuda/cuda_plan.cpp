@@ -48,7 +48,6 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
                             bool can_register, bool measure) {
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
-    in.profile = opt.profile;
     in.vram_budget = opt.vram_budget;
     in.ram_budget = opt.ram_budget;
     TT_CUDA_CHECK(cudaSetDevice(device));

@@ -1,6 +1,6 @@
-// Host helpers for checking CUDA kernels against the CPU reference, shared by the doctor's self-test
-// (self_test.cpp) and the GPU test suite (tests/gpu/): inputs rounded to a dtype so both sides read
-// identical values, a poisoned device buffer, and the relative error both report.
+// Host helpers for checking CUDA kernels against the CPU reference, used by the kernel-check table
+// (kernel_cases.cpp, which the doctor and tests/gpu both run) and the GPU benchmarks: inputs rounded
+// to a dtype so both sides read identical values, a poisoned device buffer, and the relative error.
 #pragma once
 
 #include "backends/cuda/cuda_check.h"

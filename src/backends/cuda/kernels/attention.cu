@@ -237,11 +237,7 @@ __global__ void masked_softmax_kernel(const float* scores, O* probs, int n_q, in
 
 int decode_attention_splits(int n_kv_heads, int n_sms) {
     // Enough blocks for two waves over the SMs at long contexts; short contexts just get small splits.
-    return std::max(1, std::min(256, (2 * n_sms + n_kv_heads - 1) / n_kv_heads));
-}
-
-size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits) {
-    return size_t(n_heads) * n_splits * (head_dim + 2);
+    return std::max(1, std::min(k_max_decode_splits, (2 * n_sms + n_kv_heads - 1) / n_kv_heads));
 }
 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {

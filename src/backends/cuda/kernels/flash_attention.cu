@@ -308,7 +308,7 @@ void launch_attention(const PrefillAttnArgs& a, cudaStream_t s) {
 }  // namespace
 
 bool prefill_attention_supported(DType dt, int head_dim) {
-    return (dt == DType::bf16 || dt == DType::f16) && (head_dim == 64 || head_dim == 128 || head_dim == 256);
+    return flash_prefill_supported(dt, head_dim);  // the planner's predicate too
 }
 
 void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "runtime/device_buffers.h"  // decode_attention_partial_floats, the split and flash limits
 
 #include <cuda_runtime.h>
 
@@ -74,12 +75,10 @@ void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, 
 // g and u (in_dt) rows are ld elements apart (f when separate, 2f when gate and up share one GEMM output).
 void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg, const void* bu, DType wdt, int n, int f,
                GateAct act, void* out, DType out_dt, cudaStream_t s);
-// y[t, i] += b[i] (bias after a cuBLAS GEMM); when add non-null also y[t, i] += add[t, i].
+// y[t, i] += b[i] for t < n, i < rows (the bias after a cuBLAS GEMM).
 void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);
 // x = cap * tanh(x / cap): logit soft-capping.
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
-// Element-wise f32 -> dtype conversion.
-void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s);
 
 // ---- attention.cu ----
 // Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:
@@ -102,8 +101,9 @@ struct DecodeAttnArgs {
     RopeArgs rope;             // when rope_fused
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+// Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
+// decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h).
 int decode_attention_splits(int n_kv_heads, int n_sms);
-size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits);
 // Prefill: scores [heads, n_q, n_k] (f32) -> probabilities (out_dt) in place of a separate buffer,
 // with scale, soft-capping, the causal mask (query i sits at position q_pos0 + i) and the sliding window.
 void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,
@@ -126,7 +126,7 @@ struct PrefillAttnArgs {
     int window;                                 // sliding window (0 = full)
     float scale, softcap;                       // softcap 0 = none
 };
-// bf16/f16 with head_dim 64, 128 or 256.
+// bf16/f16 with head_dim 64, 128 or 256: flash_prefill_supported (runtime/device_buffers.h).
 bool prefill_attention_supported(DType dt, int head_dim);
 void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s);
 

@@ -1,0 +1,55 @@
+// The CUDA backend's buffer sizes (see device_buffers.h).
+#include "runtime/device_buffers.h"
+
+#include "model/model_spec.h"
+
+#include <algorithm>
+
+namespace tt {
+
+PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows) {
+    const DType kv = kv_cache_dtype(weights);
+    const uint64_t we = dtype_size(weights), ke = dtype_size(kv);
+    const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = uint64_t(std::min(tokens, k_attn_query_chunk));
+    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
+    const bool scores = !flash_prefill_supported(kv, s.head_dim);
+    PrefillBuffers b{};
+    auto set = [&](PrefillBuf i, const char* name, uint64_t bytes) { b[size_t(i)] = {name, bytes}; };
+    set(PrefillBuf::x, "residual stream", T * H * 4);
+    set(PrefillBuf::h, "normalized input", T * H * we);
+    set(PrefillBuf::qkv, "q/k/v projection", T * (Q + 2 * KV) * 4);
+    set(PrefillBuf::q_roped, "roped q", T * Q * ke);
+    set(PrefillBuf::scores, "attention scores", scores ? uint64_t(s.n_heads) * qc * K * 4 : 0);
+    set(PrefillBuf::probs, "attention probabilities", scores ? uint64_t(s.n_heads) * qc * K * ke : 0);
+    set(PrefillBuf::att, "attention output", T * Q * we);
+    set(PrefillBuf::proj, "projection before its post-norm", s.sandwich_norm ? T * H * 4 : 0);
+    set(PrefillBuf::gate_up, "gate and up", T * 2 * F * we);
+    set(PrefillBuf::act, "gated activation", T * F * we);
+    set(PrefillBuf::ids, "token ids", T * 4);
+    set(PrefillBuf::logits, "logits", uint64_t(logit_rows) * uint64_t(s.vocab_size) * 4);
+    return b;
+}
+
+DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
+    const uint64_t H = uint64_t(s.hidden_dim), Q = uint64_t(s.q_dim()), KV = uint64_t(s.kv_dim()), F = uint64_t(s.ffn_dim);
+    DecodeBuffers b{};
+    auto set = [&](DecodeBuf i, const char* name, uint64_t bytes) { b[size_t(i)] = {name, bytes}; };
+    set(DecodeBuf::x, "residual stream", H * 4);
+    set(DecodeBuf::q, "q", Q * 4);
+    set(DecodeBuf::k, "k", KV * 4);
+    set(DecodeBuf::v, "v", KV * 4);
+    set(DecodeBuf::att, "attention output", Q * 4);
+    set(DecodeBuf::tmp, "projection scratch", std::max(H, F) * 4);
+    set(DecodeBuf::ffn, "gated activation", F * 4);
+    set(DecodeBuf::logits, "logits", uint64_t(s.vocab_size) * 4);
+    set(DecodeBuf::partial, "attention partials", decode_attention_partial_floats(s.n_heads, s.head_dim, n_splits) * 4);
+    set(DecodeBuf::arrivals, "attention arrival counters", uint64_t(s.n_kv_heads) * 4);
+    set(DecodeBuf::io, "token, position, result", 4 * 4);
+    return b;
+}
+
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights) {
+    return uint64_t(context) * uint64_t(s.kv_dim()) * dtype_size(kv_cache_dtype(weights));
+}
+
+}  // namespace tt

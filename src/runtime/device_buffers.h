@@ -1,0 +1,103 @@
+// The CUDA backend's device buffers as pure arithmetic: one list of (name, bytes) per phase that the
+// backend allocates from (src/backends/cuda/cuda_backend.cpp iterates it) and the fit planner sums
+// (src/runtime/plan.cpp), so the bytes the plan budgets are the bytes the backend asks for, by
+// construction rather than by a hand-kept mirror. Also the few kernel facts that decide those
+// sizes (which prefill attention runs, the chunk sizes, the most decode splits): the kernels read
+// them from here too.
+//
+// No CUDA in here (model logic never sees CUDA), and C++17 only: the .cu files include it.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace tt {
+
+struct ModelSpec;
+
+// Prompts are run in chunks of this many tokens (the prefill workspace is sized for one chunk).
+inline constexpr int k_prefill_chunk = 2048;
+constexpr int prefill_chunk_tokens(int context) { return context < k_prefill_chunk ? context : k_prefill_chunk; }
+// Without the flash kernel, prefill attention materializes scores for this many queries at a time.
+inline constexpr int k_attn_query_chunk = 512;
+// Decode attention splits a sequence over at most this many blocks per KV head.
+inline constexpr int k_max_decode_splits = 256;
+
+// The KV cache holds the weights' dtype, as in transformers: bf16 for bf16 models, and f32 for f32
+// models so the f32 reference fixtures are compared without an extra rounding.
+constexpr DType kv_cache_dtype(DType weights) { return weights; }
+
+// Whether the flash prefill kernel (kernels/flash_attention.cu) covers a cache of `kv` with this
+// head_dim; otherwise prefill attention materializes its scores (the score and probability
+// buffers below).
+constexpr bool flash_prefill_supported(DType kv, int head_dim) {
+    return (kv == DType::bf16 || kv == DType::f16) && (head_dim == 64 || head_dim == 128 || head_dim == 256);
+}
+
+// Floats of decode attention's scratch for n_splits splits: [n_kv_heads, n_splits, group, head_dim + 2].
+constexpr size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits) {
+    return size_t(n_heads) * size_t(n_splits) * size_t(head_dim + 2);
+}
+
+struct BufferSize {
+    const char* name;
+    uint64_t bytes;  // 0: not allocated for this model
+};
+
+// The prefill workspace, one entry per buffer (indices of prefill_buffers()).
+enum class PrefillBuf : int {
+    x,        // f32 [T, hidden]: the residual stream
+    h,        // weights' dtype [T, hidden]: the normalized input of the next matrix product
+    qkv,      // f32 [T, q + 2 kv]: the fused q/k/v projection
+    q_roped,  // KV dtype [T, q]: q after norm and RoPE
+    scores,   // f32 [heads, min(T, 512), K]: without the flash kernel only
+    probs,    // KV dtype [heads, min(T, 512), K]: likewise
+    att,      // weights' dtype [T, q]: the attention output
+    proj,     // f32 [T, hidden]: a projection before its post-norm (sandwich norms only)
+    gate_up,  // weights' dtype [T, 2 ffn]
+    act,      // weights' dtype [T, ffn]
+    ids,      // int32 [T]
+    logits,   // f32 [logit_rows, vocab]
+    count
+};
+using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
+
+// Buffers of a prefill of chunks of `tokens` with up to `keys` cached positions, logits for
+// `logit_rows` rows (the planner budgets one: the last; all-position logits, as `validate` asks
+// for, take up to a chunk of rows and grow the logits buffer then).
+PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows);
+
+// The decode step's buffers (fixed addresses: the CUDA graph refers to them).
+enum class DecodeBuf : int {
+    x,         // f32 [hidden]
+    q,         // f32 [q]
+    k,         // f32 [kv]
+    v,         // f32 [kv]
+    att,       // f32 [q]
+    tmp,       // f32 [max(hidden, ffn)]
+    ffn,       // f32 [ffn]
+    logits,    // f32 [vocab]
+    partial,   // f32: decode attention's scratch for n_splits
+    arrivals,  // int32 [n_kv_heads]: decode attention's self-resetting counters
+    io,        // int32 [4]: {token, position, result, prefill argmax}
+    count
+};
+using DecodeBuffers = std::array<BufferSize, size_t(DecodeBuf::count)>;
+
+// n_splits: the backend's (from its SM count); the planner passes k_max_decode_splits.
+DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits);
+
+// Bytes of one layer's K (or V) cache for `context` positions.
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);
+
+template <size_t N>
+uint64_t total_bytes(const std::array<BufferSize, N>& list) {
+    uint64_t t = 0;
+    for (const BufferSize& b : list) t += b.bytes;
+    return t;
+}
+
+}  // namespace tt
