@@ -1,11 +1,13 @@
 #include "runtime/hf_helper.h"
 
+#include "core/data_files.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/subprocess.h"
 #include "runtime/doctor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -22,12 +24,6 @@ namespace {
 
 // The helper's exit codes (tools/thintensor_hf.py).
 constexpr int k_exit_usage = 2, k_exit_no_torch = 3, k_exit_no_transformers = 4, k_exit_load = 5, k_exit_run = 6;
-
-fs::path exe_dir() {
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    return ec ? fs::path() : self.parent_path();
-}
 
 // A temporary file holding `content`, removed when the object goes.
 struct TempFile {
@@ -62,12 +58,9 @@ std::string find_hf_helper() {
         if (!fs::is_regular_file(h)) fail("$THINTENSOR_HF_HELPER names {}, which is not a file", h);
         return h;
     }
-    const fs::path dir = exe_dir();
-    const fs::path candidates[] = {dir / k_hf_helper_name, dir / ".." / "share" / "thintensor" / k_hf_helper_name};
-    for (const auto& c : candidates)
-        if (fs::is_regular_file(c)) return c.lexically_normal().string();
-    fail("cannot find the transformers helper {}: looked in {} and {} (set $THINTENSOR_HF_HELPER to its path)",
-         k_hf_helper_name, candidates[0].lexically_normal().string(), candidates[1].lexically_normal().string());
+    if (std::string found = find_data_file(k_hf_helper_name); !found.empty()) return found;
+    fail("cannot find the transformers helper {}: looked in {} (set $THINTENSOR_HF_HELPER to its path)", k_hf_helper_name,
+         fmt::join(data_dirs(), " and "));
 }
 
 void run_hf_helper(const std::string& mode, nlohmann::json request, HelperOutput out) {
