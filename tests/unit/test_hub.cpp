@@ -115,7 +115,7 @@ TEST(Hub, CacheLayout) {
     EXPECT_EQ(model_dir_name({"org/name", "v1.0"}), "org--name--v1.0");
     EXPECT_EQ(model_dir_name({"org/name", "refs/pr/3"}), "org--name--refs_pr_3");
     {
-        ScopedEnv home("HOME", "/home/u"), tt_home("THINTENSOR_HOME", nullptr);
+        ScopedEnv home("HOME", "/home/u"), tt_home("THINTENSOR_HOME", nullptr), xdg("XDG_CACHE_HOME", nullptr);
         EXPECT_EQ(cache_root(""), "/home/u/.cache/thintensor/models");
         EXPECT_EQ(cache_root("/tmp/c/"), "/tmp/c/");
         EXPECT_EQ(model_dir({"a/b", "main"}, "/tmp/c"), "/tmp/c/a--b");
