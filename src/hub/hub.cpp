@@ -6,6 +6,7 @@
 #include "hub/hub.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
@@ -84,7 +85,12 @@ std::string header(const std::map<std::string, std::string>& h, const char* name
 std::string server_message(const HttpResponse& r) {
     std::string msg = header(r.headers, "x-error-message");
     if (msg.empty() && !r.body.empty()) {
-        const json j = json::parse(r.body, nullptr, false);
+        json j;
+        try {
+            j = parse_json(r.body, "the Hub's error answer");
+        } catch (const Error&) {
+            // Not JSON: the status line and X-Error-Message are all there is to say.
+        }
         if (j.is_object() && j.contains("error") && j["error"].is_string()) msg = j["error"].get<std::string>();
     }
     if (msg.size() > 300) msg = msg.substr(0, 300) + "...";
@@ -502,7 +508,7 @@ std::string find_token() {
 }
 
 RepoInfo parse_repo_info(const std::string& text, const std::string& source) {
-    const json j = json::parse(text, nullptr, false);
+    const json j = parse_json(text, source);
     if (!j.is_object()) fail("{}: the model info is not a JSON object", source);
     RepoInfo info;
     if (!j.contains("sha") || !j["sha"].is_string() || j["sha"].get<std::string>().empty())
@@ -546,7 +552,7 @@ std::optional<Manifest> read_manifest(const std::string& dir) {
     std::error_code ec;
     if (!fs::exists(path, ec)) return std::nullopt;
     try {
-        const json j = json::parse(read_file(path));
+        const json j = read_json_file(path);
         Manifest m;
         m.repo = j.at("repo").get<std::string>();
         m.revision = j.at("revision").get<std::string>();

@@ -3,6 +3,7 @@
 #include "convert/convert.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "format/archive.h"
@@ -72,7 +73,7 @@ std::string fetch_model(const std::string& model) {
     // rather than as a Hub id after a round of network retries.
     if (looks_like_path(model)) {
         std::error_code ec;
-        if (!fs::exists(model, ec)) fail("{}: no such file or directory", model);
+        if (!fs::exists(model, ec)) fail("{}: no such model file or directory", model);
         return model;
     }
     if (!hub::looks_like_repo_id(model)) return model;
@@ -83,8 +84,12 @@ std::string fetch_model(const std::string& model) {
 std::string unsupported_architecture(const std::string& path) {
     const fs::path cfg = fs::path(path) / "config.json";
     if (!fs::is_directory(path) || !fs::is_regular_file(cfg)) return "";
-    std::ifstream f(cfg);
-    const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j;
+    try {
+        j = read_json_file(cfg.string());
+    } catch (const Error&) {
+        return "";  // not readable JSON: resolve_model (the converter) says what is wrong with it
+    }
     if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
         !j["architectures"][0].is_string())
         return "";

@@ -64,7 +64,7 @@ for bad in sub/ts.thin ./test-org/tinystories a/b/c test-org/model.safetensors "
     t0=$(now)
     "$T" run "$bad" "${args[@]}" >"$WORK/out" 2>"$WORK/err"; rc=$?
     check "run $bad: exit 1 (got $rc)" [ "$rc" = 1 ]
-    check "run $bad: says no such file, naming it" grep -qF "thintensor: error: $bad: no such file or directory" "$WORK/err"
+    check "run $bad: says no such file, naming it" grep -qF "thintensor: error: $bad: no such model file or directory" "$WORK/err"
     check "run $bad: at once" under "$t0" 1
 done
 check "no mistyped path reached the Hub" [ "$(wc -l <"$LOG")" = "$n_req" ]
@@ -118,7 +118,7 @@ j = json.load(open('$WORK/show.json'))
 assert j['spec']['n_layers'] == 2 and j['tokenizer']['kind'] == 'hf' and j['tokenizer']['vocab_size'] == 2048, j
 assert isinstance(j['generation'], dict) and 'chat_template' in j and j['archive'].endswith('.thin'), j"
 "$T" show nope/x.thin >/dev/null 2>"$WORK/err"; rc=$?
-check "show of a missing path fails naming it" [ "$rc" = 1 ] && grep -q "nope/x.thin: no such file or directory" "$WORK/err"
+check "show of a missing path fails naming it" [ "$rc" = 1 ] && grep -q "nope/x.thin: no such model file or directory" "$WORK/err"
 
 # 7. rm: the folder, its archives and stale temporary files; the local archive stays; a second
 #    rm (and an unknown name) fails clearly.

@@ -131,7 +131,7 @@ TEST(Hub, PathLikeModelArgumentsAreNotHubIds) {
         fetch_model("sub/ts.thin");
         ADD_FAILURE() << "no error";
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "sub/ts.thin: no such file or directory");
+        EXPECT_STREQ(e.what(), "sub/ts.thin: no such model file or directory");
     }
 }
 
@@ -371,4 +371,15 @@ TEST(TempFiles, ACommandsOwnHandlerIsKeptAndCanEndTheProcessCleanly) {
     ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
     EXPECT_EQ(WTERMSIG(status), SIGINT);
     EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(Hub, DeeplyNestedAnswersAreRefusedNamingTheSource) {
+    // A hostile endpoint's model info: refused by the depth-bounded parser, not a stack overflow.
+    const std::string deep = "{\"sha\": \"ab\", \"siblings\": " + std::string(50000, '[') + std::string(50000, ']') + "}";
+    try {
+        parse_repo_info(deep, "http://hub/api/models/x");
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("http://hub/api/models/x"), std::string::npos) << e.what();
+    }
 }
