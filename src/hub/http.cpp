@@ -98,6 +98,11 @@ bool permanent(CURLcode c) {
     }
 }
 
+// The host is not there: no name, nothing listening, no route.
+bool unreachable(CURLcode c) {
+    return c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_COULDNT_RESOLVE_PROXY || c == CURLE_COULDNT_CONNECT;
+}
+
 void global_init() {
     // curl_global_init is not thread-safe: once, before any worker thread makes a handle.
     static std::once_flag once;
@@ -187,7 +192,7 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // worker threads: no SIGALRM for DNS timeouts
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, req.connect_timeout_s);
         // A stalled transfer (under 1 byte/s for 60 s) is a transient failure, retried with a Range.
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
@@ -206,6 +211,7 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
         if (rc != CURLE_OK) {
             const std::string msg = fmt::format("{}: {}", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
             if (permanent(rc)) throw Error(msg);
+            if (unreachable(rc)) throw UnreachableError(msg);
             throw TransientError(msg);
         }
         long status = 0;

@@ -21,6 +21,13 @@ class TransientError : public Error {
 public:
     using Error::Error;
 };
+// The host could not be reached at all: its name does not resolve, or nothing accepts the
+// connection (refused, no route). Retrying in a second will not help, so callers fail at once
+// (or use a complete cached copy) rather than back off.
+class UnreachableError : public TransientError {
+public:
+    using TransientError::TransientError;
+};
 
 struct HttpResponse {
     long status = 0;
@@ -41,6 +48,7 @@ struct HttpRequest {
     std::function<void(const HttpResponse& head)> begin;
     std::function<void(const char* data, size_t n)> write;
     const std::atomic<bool>* cancel = nullptr;  // set by another thread: abort the transfer
+    long connect_timeout_s = 30;
 };
 
 class HttpClient {

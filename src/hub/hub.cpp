@@ -6,6 +6,7 @@
 #include "hub/hub.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
@@ -84,7 +85,12 @@ std::string header(const std::map<std::string, std::string>& h, const char* name
 std::string server_message(const HttpResponse& r) {
     std::string msg = header(r.headers, "x-error-message");
     if (msg.empty() && !r.body.empty()) {
-        const json j = json::parse(r.body, nullptr, false);
+        json j;
+        try {
+            j = parse_json(r.body, "the Hub's error answer");
+        } catch (const Error&) {
+            // Not JSON: the status line and X-Error-Message are all there is to say.
+        }
         if (j.is_object() && j.contains("error") && j["error"].is_string()) msg = j["error"].get<std::string>();
     }
     if (msg.size() > 300) msg = msg.substr(0, 300) + "...";
@@ -117,27 +123,6 @@ void make_dirs(const fs::path& p, const std::string& what) {
     if (ec) fail("{}: cannot create {}: {}", p.string(), what, ec.message());
 }
 
-// An exclusive lock on a model folder for the duration of a pull: two pulls of the same model
-// (two terminals, or `run` in parallel) must not write the same .incomplete file.
-class DirLock {
-public:
-    explicit DirLock(const std::string& path, const std::string& repo) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) fail("{}: cannot create the lock file: {}", path, std::strerror(errno));
-        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-            log::info("waiting for another pull of {} to finish", repo);
-            while (::flock(fd_, LOCK_EX) != 0)
-                if (errno != EINTR) fail("{}: cannot lock: {}", path, std::strerror(errno));
-        }
-    }
-    ~DirLock() { ::close(fd_); }
-    DirLock(const DirLock&) = delete;
-    DirLock& operator=(const DirLock&) = delete;
-
-private:
-    int fd_ = -1;
-};
-
 // ordered_json: the manifest reads top-down (repo, revision, commit, then files).
 nlohmann::ordered_json manifest_to_json(const Manifest& m) {
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
@@ -153,12 +138,8 @@ void write_manifest(const std::string& dir, const Manifest& m) {
     write_file_atomic(dir + "/" + k_manifest_name, manifest_to_json(m).dump(2) + "\n");
 }
 
-// Every file the manifest lists is on disk with its size: the folder can be used without the network.
 bool cache_complete(const std::optional<Manifest>& m, const RepoRef& ref, const std::string& dir) {
-    if (!m || !m->complete || m->repo != ref.repo || m->files.empty()) return false;
-    for (const auto& f : m->files)
-        if (file_size_or(dir + "/" + f.path, UINT64_MAX) != f.size) return false;
-    return true;
+    return m && m->repo == ref.repo && snapshot_complete(*m, dir);
 }
 
 // ---- the model-info request ----
@@ -169,8 +150,9 @@ public:
     using Error::Error;
 };
 
+// `retries` and `connect_timeout_s` are smaller when a complete cached copy can stand in.
 RepoInfo fetch_repo_info(HttpClient& http, const RepoRef& ref, const std::string& ep, const std::string& token,
-                         const PullOptions& opt) {
+                         const PullOptions& opt, int retries, long connect_timeout_s) {
     const std::string url =
         fmt::format("{}/api/models/{}/revision/{}?blobs=true", ep, ref.repo, url_encode(ref.revision, false));
     for (int attempt = 0;; ++attempt) {
@@ -179,6 +161,7 @@ RepoInfo fetch_repo_info(HttpClient& http, const RepoRef& ref, const std::string
             req.url = url;
             req.token = token;
             req.auth_origin = ep;
+            req.connect_timeout_s = connect_timeout_s;
             const HttpResponse r = http.get(req);
             if (r.status == 200) return parse_repo_info(r.body, url);
             const std::string code = header(r.headers, "x-error-code");
@@ -198,8 +181,11 @@ RepoInfo fetch_repo_info(HttpClient& http, const RepoRef& ref, const std::string
                 fail("{}: revision '{}' not found (HTTP 404){}", ref.repo, ref.revision, said);
             if (r.status == 404) fail("{}: repository not found on {} (HTTP 404){}", ref.repo, ep, said);
             fail("{}: unexpected HTTP {} from {}{}", ref.repo, r.status, url, said);
+        } catch (const UnreachableError& e) {
+            // No name, or nothing listening: a retry a second later finds the same.
+            throw Unreachable(fmt::format("{}: cannot reach the Hub at {}: {}", ref.repo, ep, e.what()));
         } catch (const TransientError& e) {
-            if (attempt >= opt.retries)
+            if (attempt >= retries)
                 throw Unreachable(
                     fmt::format("{}: cannot reach the Hub after {} attempts: {}", ref.repo, attempt + 1, e.what()));
             const double d = backoff_delay(opt, attempt);
@@ -372,6 +358,10 @@ ManifestFile download(HttpClient& http, Shared& sh, const Job& job) {
                 fail("{}: cannot move into place: {}", job.final_path, std::strerror(errno));
             if (sh.progress) sh.progress->file_done();
             return {f.path, f.size, got.sha256, !f.lfs_sha256.empty(), f.blob_id, got.etag};
+        } catch (const UnreachableError& e) {
+            if (sh.cancel.load()) throw;
+            fail("{}: giving up on {}: the server cannot be reached: {} (the partial download is kept; pull again to resume)",
+                 sh.repo, f.path, e.what());
         } catch (const TransientError& e) {
             if (sh.cancel.load()) throw;
             if (attempt >= opt.retries)
@@ -406,6 +396,8 @@ RepoRef parse_repo_ref(const std::string& s, const std::string& default_revision
 }
 
 bool looks_like_repo_id(const std::string& s) {
+    for (const char* ext : {".thin", ".safetensors", ".json", ".gguf", ".bin"})
+        if (s.ends_with(ext)) return false;
     try {
         parse_repo_ref(s);
     } catch (const Error&) {
@@ -427,13 +419,28 @@ std::string model_dir_name(const RepoRef& ref) {
     return name;
 }
 
+std::string thintensor_home() {
+    if (const std::string h = env("THINTENSOR_HOME"); !h.empty()) return fs::absolute(h).lexically_normal().string();
+    if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return (fs::path(x) / "thintensor").string();
+    if (const std::string home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "thintensor").string();
+    fail("cannot find a cache directory: set THINTENSOR_HOME");
+}
+
 std::string cache_root(const std::string& override_dir) {
     if (!override_dir.empty()) return fs::absolute(override_dir).lexically_normal().string();
-    if (const std::string home = env("THINTENSOR_HOME"); !home.empty())
-        return (fs::absolute(home) / "models").lexically_normal().string();
-    const std::string home = env("HOME");
-    if (home.empty()) fail("cannot locate the model cache: set THINTENSOR_HOME or pass --cache-dir");
-    return (fs::path(home) / ".cache" / "thintensor" / "models").string();
+    return (fs::path(thintensor_home()) / "models").string();
+}
+
+void mark_used(const std::string& path) {
+    // note: the folder's own mtime, not a file inside it: a file would change the key of the
+    // archive converted from the folder (runtime/model_source.h) and force a new conversion.
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+}
+
+std::string lock_path(const std::string& model_dir) {
+    std::string d = model_dir;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    return d + ".lock";
 }
 
 std::string model_dir(const RepoRef& ref, const std::string& cache_dir_override) {
@@ -501,7 +508,7 @@ std::string find_token() {
 }
 
 RepoInfo parse_repo_info(const std::string& text, const std::string& source) {
-    const json j = json::parse(text, nullptr, false);
+    const json j = parse_json(text, source);
     if (!j.is_object()) fail("{}: the model info is not a JSON object", source);
     RepoInfo info;
     if (!j.contains("sha") || !j["sha"].is_string() || j["sha"].get<std::string>().empty())
@@ -533,12 +540,19 @@ RepoInfo parse_repo_info(const std::string& text, const std::string& source) {
     return info;
 }
 
+bool snapshot_complete(const Manifest& m, const std::string& dir) {
+    if (!m.complete || m.files.empty()) return false;
+    for (const auto& f : m.files)
+        if (file_size_or(dir + "/" + f.path, UINT64_MAX) != f.size) return false;
+    return true;
+}
+
 std::optional<Manifest> read_manifest(const std::string& dir) {
     const std::string path = dir + "/" + k_manifest_name;
     std::error_code ec;
     if (!fs::exists(path, ec)) return std::nullopt;
     try {
-        const json j = json::parse(read_file(path));
+        const json j = read_json_file(path);
         Manifest m;
         m.repo = j.at("repo").get<std::string>();
         m.revision = j.at("revision").get<std::string>();
@@ -562,7 +576,25 @@ std::optional<Manifest> read_manifest(const std::string& dir) {
 
 // ---- pull ----
 
+namespace {
+
+// The result for a snapshot whose files were all on disk already.
+PullResult cached_result(const std::string& dir, const Manifest& m, const char* source) {
+    PullResult r{dir, m.repo, m.revision, m.commit, source, {}, 0, 0};
+    for (const auto& f : m.files) {
+        r.files.push_back({f.path, f.size, f.sha256, false});
+        r.bytes += f.size;
+    }
+    return r;
+}
+
+}  // namespace
+
 std::string pull(const std::string& repo_with_revision, const PullOptions& opt) {
+    return pull_model(repo_with_revision, opt).dir;
+}
+
+PullResult pull_model(const std::string& repo_with_revision, const PullOptions& opt) {
     const RepoRef ref = parse_repo_ref(repo_with_revision, opt.revision);
     if (opt.jobs < 1 || opt.jobs > 64) fail("--jobs {}: expected 1 to 64", opt.jobs);
     if (opt.retries < 0) fail("--retries {}: expected 0 or more", opt.retries);
@@ -575,19 +607,26 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     // The lock sits beside the folder, so that a pull that fails before knowing the repo exists
     // (404, 401) leaves no empty model folder behind.
     make_dirs(root, "the model cache");
-    DirLock lock(dir + ".lock", ref.repo);
+    // Leftovers of pulls that were killed (SIGKILL): lock files nobody holds, temporary manifests.
+    sweep_stale_lock_files(root);
+    LockFile lock(lock_path(dir), [&] { log::info("waiting for another pull of {} to finish", ref.repo); });
+    sweep_stale_temp_files(dir);
     const std::optional<Manifest> old = read_manifest(dir);
     const bool have_cache = cache_complete(old, ref, dir);
+    auto from_cache = [&](const char* source) {
+        mark_used(dir);
+        return cached_result(dir, *old, source);
+    };
 
     if (env("HF_HUB_OFFLINE") == "1" || env("HF_HUB_OFFLINE") == "true") {
         if (!have_cache) fail("{}: not in the cache at {} and HF_HUB_OFFLINE is set", repo_with_revision, dir);
         say(fmt::format("{}: using the cached copy (commit {}, offline)", ref.repo, old->commit));
-        return dir;
+        return from_cache("cache");
     }
     // A commit id names immutable content: a complete folder at that commit needs no network.
     if (have_cache && old->commit == ref.revision && old->include == opt.include && old->exclude == opt.exclude) {
-        say(fmt::format("{}: commit {} is in the cache", ref.repo, old->commit));
-        return dir;
+        say(fmt::format("{}: commit {} is in the cache; using the cached copy", ref.repo, old->commit));
+        return from_cache("cache");
     }
 
     const std::string ep = endpoint();
@@ -595,13 +634,15 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     HttpClient http;
     RepoInfo info;
     try {
-        info = fetch_repo_info(http, ref, ep, token, opt);
+        // With a complete copy at hand the Hub is only asked whether the revision moved: one
+        // attempt, and a short connect timeout, before the cached copy stands in.
+        info = have_cache ? fetch_repo_info(http, ref, ep, token, opt, 0, 5) : fetch_repo_info(http, ref, ep, token, opt, opt.retries, 30);
     } catch (const Unreachable& e) {
         // Unreachable Hub but a complete copy of this revision: use it, and say so.
         if (!have_cache) throw;
         log::warn("{}", e.what());
         log::warn("{}: using the cached copy at commit {}", ref.repo, old->commit);
-        return dir;
+        return from_cache("cache-unreachable");
     }
 
     std::vector<RemoteFile> selected;
@@ -644,7 +685,7 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     }
     if (jobs.empty() && old && old->complete && old->commit == info.commit) {
         say(fmt::format("{}: up to date (commit {}) in {}", ref.repo, info.commit, dir));
-        return dir;
+        return from_cache("up-to-date");
     }
 
     // From here until the end the folder is in flux: say so in the manifest first.
@@ -717,7 +758,15 @@ std::string pull(const std::string& repo_with_revision, const PullOptions& opt) 
     say(fmt::format("pulled {} at commit {} into {}: {} files, {} in {} ({}/s)", ref.repo, info.commit, dir,
                     jobs.size(), format_bytes(double(total - resumed_bytes)), format_duration(secs),
                     format_bytes(double(total - resumed_bytes) / std::max(secs, 1e-3))));
-    return dir;
+    mark_used(dir);
+    PullResult r{dir, m.repo, m.revision, m.commit, "downloaded", {}, 0, total - resumed_bytes};
+    std::map<std::string, bool> was_fetched;
+    for (const auto& j : jobs) was_fetched[j.file.path] = true;
+    for (const auto& f : m.files) {
+        r.files.push_back({f.path, f.size, f.sha256, was_fetched.count(f.path) > 0});
+        r.bytes += f.size;
+    }
+    return r;
 }
 
 }  // namespace tt::hub

@@ -23,13 +23,41 @@ struct PullOptions {
     double backoff_s = 0.5; // first retry delay; doubles each time, capped at 30 s
 };
 
-// True for "ORG/NAME" or "ORG/NAME:REV" that is not an existing local path.
+// True for "ORG/NAME" or "ORG/NAME:REV" that is not an existing local path and does not end like a
+// file name (.thin, .safetensors, .json, .gguf, .bin): `run sub/model.thin` is a mistyped path.
 bool looks_like_repo_id(const std::string& s);
+
+// What a pull did, for `pull --json` and for callers that want more than the folder.
+struct PullResult {
+    std::string dir;       // the model folder (snapshot)
+    std::string repo, revision, commit;
+    // How the folder was obtained: "downloaded" (some files fetched), "up-to-date" (the Hub was
+    // asked; nothing changed), "cache" (a pinned commit or HF_HUB_OFFLINE: no network), or
+    // "cache-unreachable" (the Hub could not be reached; the complete cached copy was used).
+    std::string source;
+    struct File {
+        std::string path;
+        uint64_t size = 0;
+        std::string sha256;    // "" for a non-LFS file not hashed
+        bool downloaded = false;  // fetched by this pull (else already in the cache)
+    };
+    std::vector<File> files;
+    uint64_t bytes = 0;             // all files of the snapshot
+    uint64_t bytes_downloaded = 0;  // fetched by this pull
+};
+
 // Downloads (or finds complete in the cache) and returns the local model directory. Throws
 // tt::Error with a clear cause (404 repo, 401 needs token, sha256 mismatch, disk, network).
 std::string pull(const std::string& repo_with_revision, const PullOptions& opt);
-// The cache root used above (for convert-on-first-use caching next to it).
+PullResult pull_model(const std::string& repo_with_revision, const PullOptions& opt);
+
+// $THINTENSOR_HOME, else $XDG_CACHE_HOME/thintensor, else ~/.cache/thintensor: the root of every
+// cache (models/, archives/, references/, doctor.json).
+std::string thintensor_home();
+// The model cache: --cache-dir when given, else thintensor_home()/models.
 std::string cache_root(const std::string& cache_dir_override);
+// Records that the model folder was used now (its mtime; `thintensor list` shows it). Best effort.
+void mark_used(const std::string& path);
 
 // ---- the pieces pull() is made of, public for tests and for `run ORG/NAME` ----
 
@@ -91,5 +119,9 @@ struct Manifest {
 inline constexpr const char* k_manifest_name = ".thintensor-manifest.json";
 // The manifest of a model folder, if one exists and parses (a damaged one is reported and ignored).
 std::optional<Manifest> read_manifest(const std::string& dir);
+// The manifest says complete and every file it lists is on disk with its size.
+bool snapshot_complete(const Manifest& m, const std::string& dir);
+// "ORG--NAME.lock" beside the model folder: held (flock) by a pull, or by `rm`, of that folder.
+std::string lock_path(const std::string& model_dir);
 
 }  // namespace tt::hub

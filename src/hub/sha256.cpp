@@ -1,10 +1,9 @@
-// SHA-256 after FIPS 180-4 section 6.2: 64-byte blocks, big-endian words, 64 rounds, and padding
-// with 0x80, zeros and the message length in bits.
 #include "hub/sha256.h"
 
 #include "core/error.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,89 +13,36 @@
 namespace tt::hub {
 
 namespace {
-
-// The first 32 bits of the fractional parts of the cube roots of the first 64 primes (FIPS 180-4 4.2.2).
-constexpr uint32_t k_round[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
+EVP_MD_CTX* evp(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 }  // namespace
 
-Sha256::Sha256()
-    // The first 32 bits of the fractional parts of the square roots of the first 8 primes (5.3.3).
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::block(const uint8_t* p) {
-    uint32_t w[64];
-    for (int t = 0; t < 16; ++t)
-        w[t] = uint32_t(p[4 * t]) << 24 | uint32_t(p[4 * t + 1]) << 16 | uint32_t(p[4 * t + 2]) << 8 | p[4 * t + 3];
-    for (int t = 16; t < 64; ++t) {
-        const uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-        const uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+    // note: these fail only when libcrypto cannot allocate or has SHA-256 disabled (a FIPS
+    // configuration gone wrong): not the user's input, but worth a clear message rather than an abort.
+    if (!ctx_ || EVP_DigestInit_ex(evp(ctx_), EVP_sha256(), nullptr) != 1) {
+        EVP_MD_CTX_free(evp(ctx_));
+        fail("OpenSSL: cannot initialise SHA-256");
     }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int t = 0; t < 64; ++t) {
-        const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k_round[t] + w[t];
-        const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        h = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
-    }
-    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
 }
 
+Sha256::~Sha256() { EVP_MD_CTX_free(evp(ctx_)); }
+
 void Sha256::update(const void* data, size_t n) {
-    TT_ASSERT(!finished_, "Sha256 updated after digest()");
-    const auto* p = static_cast<const uint8_t*>(data);
-    n_bytes_ += n;
-    if (n_buf_ > 0) {
-        const size_t m = std::min(n, 64 - n_buf_);
-        std::memcpy(buf_ + n_buf_, p, m);
-        n_buf_ += m, p += m, n -= m;
-        if (n_buf_ < 64) return;
-        block(buf_);
-        n_buf_ = 0;
-    }
-    for (; n >= 64; p += 64, n -= 64) block(p);
-    std::memcpy(buf_, p, n);
-    n_buf_ = n;
+    TT_ASSERT(!finished_);
+    if (n > 0 && EVP_DigestUpdate(evp(ctx_), data, n) != 1) fail("OpenSSL: SHA-256 update failed");
 }
 
 std::array<uint8_t, 32> Sha256::digest() {
-    if (!finished_) {
-        const uint64_t n_bits = n_bytes_ * 8;
-        // Padding: 0x80, then zeros up to 56 mod 64, then the bit length big-endian (5.1.1).
-        uint8_t pad[72] = {0x80};
-        const size_t n_pad = (n_buf_ < 56 ? 56 : 120) - n_buf_;
-        for (int i = 0; i < 8; ++i) pad[n_pad + size_t(i)] = uint8_t(n_bits >> (56 - 8 * i));
-        const uint64_t n_before = n_bytes_;
-        update(pad, n_pad + 8);
-        n_bytes_ = n_before;
-        TT_ASSERT(n_buf_ == 0);
-        finished_ = true;
-    }
-    std::array<uint8_t, 32> out;
-    for (int i = 0; i < 8; ++i)
-        for (int j = 0; j < 4; ++j) out[size_t(4 * i + j)] = uint8_t(h_[size_t(i)] >> (24 - 8 * j));
+    TT_ASSERT(!finished_);
+    finished_ = true;
+    std::array<uint8_t, 32> out{};
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(evp(ctx_), out.data(), &len) != 1 || len != out.size()) fail("OpenSSL: SHA-256 final failed");
     return out;
 }
 
 std::string Sha256::hex_digest() {
-    static const char* k_hex = "0123456789abcdef";
+    static const char k_hex[] = "0123456789abcdef";
     std::string s;
     for (uint8_t b : digest()) {
         s += k_hex[b >> 4];

@@ -1,6 +1,7 @@
-// SHA-256 (FIPS 180-4), streamed. The Hub identifies every LFS file (all weights) by the sha256 of
-// its content, so a pull verifies each such file against it before moving it into place. OpenSSL is
-// not linked into ThinTensor, and this is the only cryptographic hash it needs, so it lives here.
+// SHA-256, streamed, through OpenSSL's EVP interface (libcrypto). The Hub identifies every LFS file
+// (all weights) by the sha256 of its content, so a pull verifies each such file against it before
+// moving it into place. A resumed download feeds the bytes already on disk first and then the new
+// ones as they arrive, so the object must accept any number of update() calls of any size.
 #pragma once
 
 #include <array>
@@ -14,6 +15,10 @@ namespace tt::hub {
 class Sha256 {
 public:
     Sha256();
+    ~Sha256();
+    Sha256(const Sha256&) = delete;
+    Sha256& operator=(const Sha256&) = delete;
+
     void update(const void* data, size_t n);
     void update(std::string_view s) { update(s.data(), s.size()); }
     // The 32-byte digest; the object must not be updated afterwards.
@@ -22,11 +27,7 @@ public:
     std::string hex_digest();
 
 private:
-    void block(const uint8_t* p);
-    std::array<uint32_t, 8> h_;
-    uint8_t buf_[64];
-    size_t n_buf_ = 0;
-    uint64_t n_bytes_ = 0;
+    void* ctx_;  // EVP_MD_CTX*: kept out of the header so OpenSSL's headers stay in the .cpp
     bool finished_ = false;
 };
 

@@ -3,7 +3,9 @@
 #include "convert/convert.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "format/archive.h"
 #include "hub/hub.h"
 #include "model/hf_config.h"
@@ -11,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -21,11 +26,28 @@ namespace fs = std::filesystem;
 
 namespace tt {
 
-std::string thintensor_home() {
-    if (const char* h = std::getenv("THINTENSOR_HOME"); h && *h) return h;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "thintensor").string();
-    if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache" / "thintensor").string();
-    fail("cannot find a cache directory: set THINTENSOR_HOME");
+std::string thintensor_home() { return hub::thintensor_home(); }
+
+std::string archive_cache_dir() { return (fs::path(thintensor_home()) / "archives").string(); }
+
+bool looks_like_path(const std::string& s) {
+    std::error_code ec;
+    if (fs::exists(s, ec)) return true;
+    for (const char* ext : {".thin", ".safetensors", ".json", ".gguf", ".bin"})
+        if (s.ends_with(ext)) return true;
+    for (const char* start : {"./", "../", "/", "~"})
+        if (s.starts_with(start)) return true;
+    return s == "." || s == ".." || std::count(s.begin(), s.end(), '/') > 1 || s.find('\\') != std::string::npos;
+}
+
+void ensure_cache_dir(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+        fail("cannot create the cache directory {}: {} (set THINTENSOR_HOME to a writable directory)", dir, ec.message());
+    if (::access(dir.c_str(), W_OK) != 0)
+        fail("the cache directory {} is not writable: {} (set THINTENSOR_HOME to a writable directory)", dir,
+             std::strerror(errno));
 }
 
 static bool has_thin_magic(const fs::path& p) {
@@ -49,6 +71,13 @@ std::string model_directory_key(const std::string& dir_arg) {
 
 std::string fetch_model(const std::string& model) {
     if (model.empty()) return default_model_dir();  // no MODEL given: the embedded default
+    // A local path wins; a string that can only be a path and names nothing fails here, at once,
+    // rather than as a Hub id after a round of network retries.
+    if (looks_like_path(model)) {
+        std::error_code ec;
+        if (!fs::exists(model, ec)) fail("{}: no such model file or directory", model);
+        return model;
+    }
     if (!hub::looks_like_repo_id(model)) return model;
     log::info("{} is not a local path: fetching it from the Hugging Face Hub ({})", model, hub::endpoint());
     return hub::pull(model, hub::PullOptions{});
@@ -57,8 +86,12 @@ std::string fetch_model(const std::string& model) {
 std::string unsupported_architecture(const std::string& path) {
     const fs::path cfg = fs::path(path) / "config.json";
     if (!fs::is_directory(path) || !fs::is_regular_file(cfg)) return "";
-    std::ifstream f(cfg);
-    const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j;
+    try {
+        j = read_json_file(cfg.string());
+    } catch (const Error&) {
+        return "";  // not readable JSON: resolve_model (the converter) says what is wrong with it
+    }
     if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
         !j["architectures"][0].is_string())
         return "";
@@ -77,14 +110,20 @@ std::string resolve_model(const std::string& model_arg) {
     }
     if (fs::is_directory(p)) {
         if (!fs::exists(p / "config.json")) fail("{}: not a model directory (no config.json)", model);
-        const fs::path cache = fs::path(thintensor_home()) / "archives";
-        fs::create_directories(cache);
+        const fs::path cache = archive_cache_dir();
+        std::error_code ec;
         const std::string name = fs::absolute(p).lexically_normal().filename().string();
         const fs::path out = cache / (name + "-" + model_directory_key(p.string()) + ".thin");
-        if (fs::exists(out)) {
+        if (fs::exists(out, ec)) {
             log::info("using cached archive {}", out.string());
+            hub::mark_used(out.string());
             return out.string();
         }
+        ensure_cache_dir(cache.string());
+        // Conversions killed by SIGKILL (or a power cut) leave their temporary archives: remove
+        // those no live process holds.
+        for (const auto& stale : sweep_stale_temp_files(cache.string()))
+            log::info("removed {} (left by an interrupted conversion)", stale);
         log::info("converting {} into the cache: {}", model, out.string());
         convert_hf(model, out.string(), ConvertOptions{});
         return out.string();

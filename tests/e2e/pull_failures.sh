@@ -89,9 +89,18 @@ else
     expect_fail "unwritable cache dir" "Not a directory" test-org/tinystories --cache-dir "$C/afile"
 fi
 
-# 6. No server at all: the API request is retried, then a clear network error.
+# 6. No server at all (connection refused) or no such host (DNS): a clear network error at once,
+#    without the retries and backoff meant for transient failures.
 EP="http://127.0.0.1:9"
-expect_fail "no server" "cannot reach the Hub after 2 attempts.*Couldn't connect" test-org/tinystories --cache-dir "$C/none" --retries 1
+expect_fail "no server" "cannot reach the Hub at http://127.0.0.1:9: .*Couldn't connect" test-org/tinystories --cache-dir "$C/none" --retries 3
+check "no server: not retried" bash -c "! grep -q retrying '$WORK/err'"
+EP="http://no-such-host.invalid"
+t0=$(date +%s.%N)
+expect_fail "no such host" "cannot reach the Hub at http://no-such-host.invalid: .*resolve" test-org/tinystories --cache-dir "$C/none" --retries 3
+check "no such host: not retried" bash -c "! grep -q retrying '$WORK/err'"
+# Three retries would back off 0.5 + 1 + 2 s.
+check "no such host: fails in under 3 s" python3 -c "import sys,time; sys.exit(time.time() - $t0 >= 3)"
+check "a failed pull leaves no lock file" [ -z "$(find "$C" -name '*.lock')" ]
 
 # 7. Bad arguments name the flag or the id at fault.
 expect_fail "bad repo id" "'not-a-repo': not a Hugging Face model id" not-a-repo --cache-dir "$C"

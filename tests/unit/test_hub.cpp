@@ -2,11 +2,20 @@
 // vectors and against the Hub's sha256 of the shared model, repo ids, the cache layout, the
 // download set, file-name safety, model-info parsing, token lookup and the same-origin rule that
 // keeps the token off CDN hosts. The downloads themselves are tested end to end in
-// tests/e2e/pull*.sh against tests/e2e/mock_hub.py.
+// tests/e2e/pull*.sh and cache_*.sh against tests/e2e/mock_hub.py. Also here: the temporary-file
+// table, sweep and lock files of core/output_file.h that keep the cache clean after a kill.
 #include "core/error.h"
+#include "core/output_file.h"
 #include "hub/http.h"
 #include "hub/hub.h"
 #include "hub/sha256.h"
+#include "runtime/model_source.h"
+
+#include <sys/file.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -108,6 +117,79 @@ TEST(Hub, LooksLikeRepoIdUnlessALocalPathExists) {
     EXPECT_FALSE(looks_like_repo_id("tests/unit"));
     EXPECT_TRUE(looks_like_repo_id("tests/nothing-here"));
     std::filesystem::current_path(cwd);
+    // ORG/NAME-shaped, but a file name: a mistyped path, not a Hub id.
+    for (const char* file : {"sub/ts.thin", "org/model.safetensors", "org/config.json", "org/m.gguf"})
+        EXPECT_FALSE(looks_like_repo_id(file)) << file;
+}
+
+TEST(Hub, PathLikeModelArgumentsAreNotHubIds) {
+    for (const char* p : {"sub/ts.thin", "./org/name", "../org/name", "/org/name", "~/org/name", "a/b/c", "x.json", "."})
+        EXPECT_TRUE(looks_like_path(p)) << p;
+    for (const char* id : {"Qwen/Qwen3-0.6B", "org/name:main", "org/Qwen2.5-0.5B"}) EXPECT_FALSE(looks_like_path(id)) << id;
+    // A missing path-like MODEL fails at once, naming it, without any network.
+    try {
+        fetch_model("sub/ts.thin");
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "sub/ts.thin: no such model file or directory");
+    }
+}
+
+TEST(TempFiles, NamesCarryThePid) {
+    long pid = -1;
+    EXPECT_TRUE(is_temp_file_name("m.thin.tmp.1234.AbC123", &pid));
+    EXPECT_EQ(pid, 1234);
+    EXPECT_TRUE(is_temp_file_name("m.thin.tmp.AbC123", &pid));  // an older ThinTensor's, no pid
+    EXPECT_EQ(pid, 0);
+    for (const char* not_temp : {"m.thin", "m.thin.tmp.", "m.thin.tmp.12x.AbC123", "m.thin.tmp.1.AbC", ".tmp.123456", "m.tmp.1234.toolong1"})
+        EXPECT_FALSE(is_temp_file_name(not_temp)) << not_temp;
+    const std::string dir = temp_dir("names");
+    OutputFile f(dir + "/out.bin");
+    const std::string name = std::filesystem::path(f.temp_path()).filename().string();
+    EXPECT_TRUE(is_temp_file_name(name, &pid)) << name;
+    EXPECT_EQ(pid, ::getpid());
+    EXPECT_EQ(n_live_temp_files(), 1);
+}
+
+TEST(TempFiles, SweepRemovesOnlyWhatNoLiveWriterHolds) {
+    const std::string dir = temp_dir("sweep");
+    const pid_t child = ::fork();
+    if (child == 0) _exit(0);
+    ::waitpid(child, nullptr, 0);  // a pid that is no longer alive
+    auto touch = [&](const std::string& name) {
+        std::ofstream(dir + "/" + name) << "x";
+        return dir + "/" + name;
+    };
+    const std::string dead = touch("a.thin.tmp." + std::to_string(child) + ".AAAAAA");
+    const std::string fresh_live = touch("b.thin.tmp." + std::to_string(::getppid()) + ".BBBBBB");
+    const std::string other = touch("c.thin");
+    OutputFile writing(dir + "/d.thin");  // a live writer: locked
+    // Held locked by another open file description, as a writer in another process would.
+    const std::string held = touch("e.thin.tmp." + std::to_string(child) + ".EEEEEE");
+    const int fd = ::open(held.c_str(), O_RDONLY);
+    ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+    const auto removed = sweep_stale_temp_files(dir);
+    EXPECT_EQ(removed, std::vector<std::string>{dead});
+    for (const auto& kept : {fresh_live, other, writing.temp_path(), held})
+        EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
+    ::close(fd);
+    EXPECT_EQ(sweep_stale_temp_files(dir, "x"), std::vector<std::string>{});  // the prefix filters
+    EXPECT_EQ(sweep_stale_temp_files(dir, "e.thin"), std::vector<std::string>{held});
+}
+
+TEST(TempFiles, LockFilesAreRemovedByTheirHolderAndSweptWhenStale) {
+    const std::string dir = temp_dir("locks");
+    {
+        LockFile lock(dir + "/m.lock");
+        EXPECT_TRUE(std::filesystem::exists(dir + "/m.lock"));
+        EXPECT_EQ(LockFile::try_acquire(dir + "/m.lock"), nullptr);  // flock is per open file: held
+        EXPECT_EQ(sweep_stale_lock_files(dir), std::vector<std::string>{});
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir + "/m.lock"));
+    std::ofstream(dir + "/stale.lock").put('\n');
+    EXPECT_EQ(sweep_stale_lock_files(dir), std::vector<std::string>{dir + "/stale.lock"});
+    EXPECT_NE(LockFile::try_acquire(dir + "/n.lock"), nullptr);
+    EXPECT_FALSE(std::filesystem::exists(dir + "/n.lock"));
 }
 
 TEST(Hub, CacheLayout) {
@@ -115,7 +197,7 @@ TEST(Hub, CacheLayout) {
     EXPECT_EQ(model_dir_name({"org/name", "v1.0"}), "org--name--v1.0");
     EXPECT_EQ(model_dir_name({"org/name", "refs/pr/3"}), "org--name--refs_pr_3");
     {
-        ScopedEnv home("HOME", "/home/u"), tt_home("THINTENSOR_HOME", nullptr);
+        ScopedEnv home("HOME", "/home/u"), tt_home("THINTENSOR_HOME", nullptr), xdg("XDG_CACHE_HOME", nullptr);
         EXPECT_EQ(cache_root(""), "/home/u/.cache/thintensor/models");
         EXPECT_EQ(cache_root("/tmp/c/"), "/tmp/c/");
         EXPECT_EQ(model_dir({"a/b", "main"}, "/tmp/c"), "/tmp/c/a--b");
@@ -257,4 +339,47 @@ TEST(Hub, PullRejectsBadArgumentsBeforeAnyNetwork) {
     opt.jobs = 4;
     EXPECT_THROW(pull("not-a-repo", opt), Error);
     std::filesystem::remove_all(opt.cache_dir);
+}
+
+namespace {
+extern "C" void own_sigint_handler(int sig) {
+    // What a command with its own Ctrl-C handler does: end the process only while a file is
+    // being written (and then without leaving it behind).
+    if (tt::n_live_temp_files() > 0) tt::die_by_signal(sig);
+}
+}  // namespace
+
+TEST(TempFiles, ACommandsOwnHandlerIsKeptAndCanEndTheProcessCleanly) {
+    const std::string dir = temp_dir("own_handler");
+    const pid_t child = ::fork();
+    if (child == 0) {
+        struct sigaction sa {};
+        sa.sa_handler = own_sigint_handler;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, nullptr);
+        raise(SIGINT);  // nothing being written: the handler returns, the process goes on
+        OutputFile f(dir + "/out.bin");
+        struct sigaction now {};
+        sigaction(SIGINT, nullptr, &now);
+        if (now.sa_handler != own_sigint_handler) _exit(3);  // OutputFile must not replace it
+        f.write("abc", 3);
+        raise(SIGINT);
+        _exit(4);  // not reached: die_by_signal ended the process
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), SIGINT);
+    EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(Hub, DeeplyNestedAnswersAreRefusedNamingTheSource) {
+    // A hostile endpoint's model info: refused by the depth-bounded parser, not a stack overflow.
+    const std::string deep = "{\"sha\": \"ab\", \"siblings\": " + std::string(50000, '[') + std::string(50000, ']') + "}";
+    try {
+        parse_repo_info(deep, "http://hub/api/models/x");
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("http://hub/api/models/x"), std::string::npos) << e.what();
+    }
 }
