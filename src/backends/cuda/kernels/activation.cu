@@ -56,15 +56,4 @@ void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
     TT_CUDA_LAUNCH_CHECK();
 }
 
-template <typename O>
-__global__ void convert_kernel(const float* x, O* out, int64_t n) {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        out[i] = from_float<O>(x[i]);
-}
-
-void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s) {
-    TT_DISPATCH_FLOAT(out_dt, O, convert_kernel<O><<<blocks_for(n), 256, 0, s>>>(x, static_cast<O*>(out), n));
-    TT_CUDA_LAUNCH_CHECK();
-}
-
 }  // namespace tt::cuda

@@ -78,8 +78,6 @@ void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg
 void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);
 // x = cap * tanh(x / cap): logit soft-capping.
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
-// Element-wise f32 -> dtype conversion.
-void convert_f32(const float* x, void* out, DType out_dt, int64_t n, cudaStream_t s);
 
 // ---- attention.cu ----
 // Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:
