@@ -199,9 +199,11 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     }
 
     // Special tokens: generation_config.json wins over config.json, as in transformers' generate().
+    // note: both files are read (and checked) even when generation_config.json decides.
     auto ids = [&](const char* key) {
+        auto from_config = c.opt_int_list(key, 0, spec_limits::token_id);
         auto v = g.opt_int_list(key, 0, spec_limits::token_id);
-        return v ? v : c.opt_int_list(key, 0, spec_limits::token_id);
+        return v ? v : from_config;
     };
     if (const auto bos = ids("bos_token_id")) s.bos_token_id = bos->empty() ? -1 : int(bos->front());
     if (const auto eos = ids("eos_token_id")) s.eos_token_ids.assign(eos->begin(), eos->end());
