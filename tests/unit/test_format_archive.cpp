@@ -287,4 +287,19 @@ TEST_F(ArchiveDamage, SpecAndTokenizerKindErrorsNameTheArchive) {
     EXPECT_NE(e.find("no tokenizer kind"), std::string::npos) << e;
 }
 
+
+// The metadata is parsed with the depth-bounded parser: 100,000 nested arrays (which a recursive
+// walk of the tree would overflow the stack on) are refused naming the archive.
+TEST_F(ArchiveDamage, DeeplyNestedMetadataIsRefused) {
+    const ThinHeader h = header();
+    const std::string text = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+    std::string out = bytes_.substr(0, h.meta_offset) + text;
+    ThinHeader nh = h;
+    nh.meta_size = text.size();
+    nh.meta_xxh3 = xxh3_64(text.data(), text.size());
+    nh.file_size = out.size();
+    std::memcpy(out.data(), &nh, sizeof nh);
+    expect_open_error(out, {"corrupt metadata: JSON nested deeper than"});
+}
+
 }  // namespace
