@@ -2,6 +2,7 @@
 #include "cli/command.h"
 #include "core/progress.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "model/model_spec.h"
 #include "runtime/profile.h"
 
@@ -21,7 +22,7 @@ struct Opts {
 
 int run(const Opts& o) {
     const tt::Archive a = tt::Archive::open(o.path);
-    const tt::ModelSpec s = tt::spec_from_json(a.metadata()["spec"]);
+    const tt::ModelSpec s = tt::spec_from_archive(a);
     std::map<std::string, std::pair<size_t, uint64_t>> by_dtype;
     uint64_t total = 0, params = 0;
     for (const auto& t : a.tensors()) {
@@ -32,7 +33,7 @@ int run(const Opts& o) {
         params += uint64_t(t.view.numel());
     }
     const auto& meta = a.metadata();
-    const std::string tok_kind = meta.contains("tokenizer") ? meta["tokenizer"].value("kind", "none") : "none";
+    const std::string tok_kind(tt::tokenizer_kind_name(tt::tokenizer_kind_of(a)));
     if (o.json) {
         nlohmann::json j;
         j["path"] = o.path;

@@ -4,6 +4,7 @@
 #include "core/byte_size.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "model/archive_spec.h"
 #include "runtime/model_source.h"
 
 #include <fmt/format.h>
@@ -112,8 +113,8 @@ LoadedModel load_model(const ModelArgs& a, int needed_context) {
     LoadedModel m;
     m.archive_path = resolve_model(a.model);
     m.archive = std::make_unique<Archive>(Archive::open(m.archive_path));
-    m.spec = spec_from_json(m.archive->metadata()["spec"]);
-    const bool has_tokenizer = m.archive->file("tokenizer.json") || m.archive->file("tok512.bin");
+    m.spec = spec_from_archive(*m.archive);
+    const bool has_tokenizer = tokenizer_kind_of(*m.archive) != TokenizerKind::none;
     if (has_tokenizer) m.tokenizer = Tokenizer::from_archive(*m.archive);
     else log::warn("{}: the archive has no tokenizer; prompts and output are token ids", m.archive_path);
     if (needed_context > 0) m.create_backend(a, needed_context);

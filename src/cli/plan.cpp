@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "runtime/model_source.h"
 #include "runtime/plan.h"
 
@@ -36,7 +37,7 @@ int run(const Opts& o) {
     using namespace tt;
     const std::string path = resolve_model(o.model.model);
     const Archive a = Archive::open(path);
-    const ModelSpec spec = spec_from_json(a.metadata()["spec"]);
+    const ModelSpec spec = spec_from_archive(a);
     if (o.model.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", o.model.context, spec.max_context);
     const int context = o.model.context > 0 ? o.model.context : std::min(spec.max_context, k_default_context);
     BackendOptions bo;

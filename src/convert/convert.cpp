@@ -1,7 +1,9 @@
 #include "convert/convert.h"
 
+#include "convert/finite_check.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/progress.h"
@@ -9,12 +11,18 @@
 #include "format/safetensors.h"
 #include "model/hf_config.h"
 #include "model/tensor_names.h"
+#include "tokenizer/tokenizer.h"
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,15 +32,6 @@ namespace fs = std::filesystem;
 namespace tt {
 
 namespace {
-
-nlohmann::json read_json_file(const fs::path& p) {
-    const std::string text = read_file(p.string());
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        fail("{}: invalid JSON: {}", p.string(), e.what());
-    }
-}
 
 // The checkpoint's safetensors files and, for each tensor name, the file holding it.
 struct Checkpoint {
@@ -46,7 +45,7 @@ Checkpoint open_checkpoint(const fs::path& dir) {
     const fs::path index = dir / "model.safetensors.index.json";
     std::vector<std::string> shards;
     if (fs::exists(index)) {
-        const nlohmann::json j = read_json_file(index);
+        const nlohmann::json j = read_json_file(index.string());
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             fail("{}: no 'weight_map' object", index.string());
         std::set<std::string> names;
@@ -78,6 +77,118 @@ Checkpoint open_checkpoint(const fs::path& dir) {
     return ck;
 }
 
+// Refuses, before any work, an output path that is not a file name, or one whose rename would
+// replace an input of this conversion: any existing file of the source folder (its weights,
+// config, tokenizer) or the --tokenizer file and the tokenizer_config.json beside it. Paths are
+// compared after resolving symlinks and "./", "../" (weakly_canonical) and by identity
+// (fs::equivalent), so a symlink or hard link to an input is caught too.
+void check_output_path(const fs::path& dir, const std::string& out, const std::string& tokenizer_path) {
+    if (out.empty()) fail("--out: the output path is empty; name the archive file, e.g. --out model.thin");
+    std::error_code ec;
+    const fs::path out_path(out);
+    if (fs::is_directory(out_path, ec) || !out_path.has_filename() || out_path.filename() == "." || out_path.filename() == "..")
+        fail("--out {}: is a directory; name the archive file, e.g. --out {}", out, (out_path / "model.thin").string());
+    const fs::path parent = out_path.parent_path().empty() ? fs::path(".") : out_path.parent_path();
+    if (!fs::is_directory(parent, ec)) fail("--out {}: directory {} does not exist", out, parent.string());
+    if (!fs::exists(fs::symlink_status(out_path, ec))) return;  // a new file: it can replace nothing
+
+    const fs::path canon = fs::weakly_canonical(out_path, ec);
+    if (!ec && fs::equivalent(canon.parent_path(), dir, ec))
+        fail("--out {}: is a file of the source checkpoint {}; writing there would replace it. Write the archive "
+             "outside the model folder",
+             out, dir.string());
+    std::vector<fs::path> inputs;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file(ec)) inputs.push_back(e.path());
+    if (!tokenizer_path.empty()) {
+        inputs.emplace_back(tokenizer_path);
+        inputs.push_back(fs::path(tokenizer_path).parent_path() / "tokenizer_config.json");
+    }
+    for (const auto& in : inputs) {
+        std::error_code eq;
+        if (fs::equivalent(out_path, in, eq) || fs::equivalent(canon, in, eq))
+            fail("--out {}: is {}, an input of the conversion; writing there would replace it", out, in.string());
+    }
+}
+
+std::string file_magic(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    char buf[8] = {};
+    f.read(buf, sizeof buf);
+    return std::string(buf, size_t(f.gcount()));
+}
+
+// The tokenizer to embed, loaded with the loader `run` uses on the embedded files
+// (Tokenizer::from_archive's from_hf / from_llama2c) and checked against the model's vocabulary,
+// so that an archive that converts also tokenizes.
+struct TokenizerFiles {
+    std::map<std::string, std::string> embedded;  // archive file name -> bytes
+    std::string kind = "none";
+    int vocab = 0;
+};
+
+TokenizerFiles load_tokenizer(const fs::path& dir, const std::string& flag_path, const ModelSpec& spec) {
+    TokenizerFiles t;
+    fs::path json_path;
+    if (!flag_path.empty()) {
+        const fs::path tp(flag_path);
+        std::error_code ec;
+        if (!fs::exists(tp, ec)) fail("--tokenizer: {} does not exist", flag_path);
+        if (fs::is_directory(tp, ec))
+            fail("--tokenizer {}: is a directory; give its tokenizer.json or a llama2.c tokenizer .bin file", flag_path);
+        const std::string magic = file_magic(tp);
+        if (magic.starts_with("GGUF"))
+            fail("--tokenizer {}: is a GGUF file; ThinTensor reads a tokenizer.json or a llama2.c tokenizer .bin", flag_path);
+        if (magic.size() == 8 && std::memcmp(magic.data(), k_thin_magic, 8) == 0)
+            fail("--tokenizer {}: is a .thin archive; give a tokenizer.json or a llama2.c tokenizer .bin", flag_path);
+        const auto first = std::find_if(magic.begin(), magic.end(), [](char c) { return !std::isspace(uint8_t(c)); });
+        if (tp.extension() == ".json" || (first != magic.end() && *first == '{')) {
+            json_path = tp;
+        } else {
+            t.embedded["tok512.bin"] = read_file(tp.string());
+            t.kind = "llama2c";
+            // Tokenizer::from_archive reads the embedded tok512.bin this way.
+            t.vocab = Tokenizer::from_llama2c(t.embedded["tok512.bin"], -1, flag_path)->vocab_size();
+        }
+    } else if (fs::exists(dir / "tokenizer.json")) {
+        json_path = dir / "tokenizer.json";
+    } else {
+        log::warn("{}: no tokenizer.json; the archive will have no tokenizer (attach one with --tokenizer FILE)", dir.string());
+        return t;
+    }
+    if (!json_path.empty()) {
+        const std::string path = json_path.string();
+        std::string text = read_file(path);
+        const nlohmann::json j = parse_json(text, path);
+        if (!j.is_object() || !j.contains("model"))
+            fail("{}: not a tokenizer.json (no \"model\" object){}", path,
+                 j.is_object() && j.contains("architectures") ? "; it looks like a model's config.json" : "");
+        const fs::path cfg = json_path.parent_path() / "tokenizer_config.json";
+        std::string cfg_text;
+        if (fs::exists(cfg)) {
+            cfg_text = read_file(cfg.string());
+            (void)parse_json(cfg_text, cfg.string());
+        }
+        // Tokenizer::from_archive reads the embedded pair this way.
+        t.vocab = Tokenizer::from_hf(text, cfg_text, path)->vocab_size();
+        t.embedded["tokenizer.json"] = std::move(text);
+        if (!cfg_text.empty()) t.embedded["tokenizer_config.json"] = std::move(cfg_text);
+        t.kind = "hf";
+    }
+    if (t.vocab > spec.vocab_size)
+        fail("{}: the tokenizer has ids up to {} but the model's vocabulary has {} rows (vocab_size in config.json); "
+             "it is not this model's tokenizer",
+             flag_path.empty() ? (dir / "tokenizer.json").string() : flag_path, t.vocab - 1, spec.vocab_size);
+    return t;
+}
+
+// A short name for a bad weight value in messages.
+std::string value_str(float v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    return fmt::format("{:g}", v);
+}
+
 std::string iso_time_now() {
     const std::time_t t = std::time(nullptr);
     char buf[32];
@@ -97,14 +208,23 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
     const auto t0 = std::chrono::steady_clock::now();
     const fs::path dir(src);
     if (!fs::is_directory(dir)) fail("{}: not a directory (expected a Hugging Face model directory)", src);
+    check_output_path(dir, out_path, opt.tokenizer_path);
     const fs::path config_path = dir / "config.json";
+    const fs::path generation_path = dir / "generation_config.json";
     if (!fs::exists(config_path)) fail("{}: missing config.json (not a Hugging Face model directory?)", src);
-    const nlohmann::json config = read_json_file(config_path);
+    const nlohmann::json config = read_json_file(config_path.string());
     nlohmann::json generation = nlohmann::json::object();
-    if (fs::exists(dir / "generation_config.json")) generation = read_json_file(dir / "generation_config.json");
-    const ModelSpec spec = spec_from_hf_config(config, generation, config_path.string());
+    if (fs::exists(generation_path)) generation = read_json_file(generation_path.string());
+    const ModelSpec spec = spec_from_hf_config(config, generation, config_path.string(), generation_path.string());
 
     Checkpoint ck = open_checkpoint(dir);
+
+    // The layers the checkpoint holds, before a plan is built for the layers config.json claims.
+    int ck_layers = 0;
+    for (const auto& [name, view] : ck.tensors) ck_layers = std::max(ck_layers, hf_layer_index(name) + 1);
+    if (spec.n_layers > ck_layers)
+        fail("{}: num_hidden_layers is {} but the checkpoint has tensors for {} layer(s)", config_path.string(),
+             spec.n_layers, ck_layers);
 
     // Check everything before writing a byte: missing tensors, shapes, dtypes.
     uint64_t total_in = 0;
@@ -140,39 +260,8 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
                        spec.hf_architecture, fmt::join(unused.size() > 8 ? std::vector<std::string>(unused.begin(), unused.begin() + 8) : unused, ", "));
     }
 
-    // Tokenizer files to embed.
-    std::map<std::string, std::string> embedded;
-    std::string tokenizer_kind = "none";
-    if (!opt.tokenizer_path.empty()) {
-        const fs::path tp(opt.tokenizer_path);
-        if (!fs::exists(tp)) fail("--tokenizer: {} does not exist", opt.tokenizer_path);
-        if (tp.extension() == ".json") {
-            embedded["tokenizer.json"] = read_file(tp.string());
-            if (fs::exists(tp.parent_path() / "tokenizer_config.json"))
-                embedded["tokenizer_config.json"] = read_file((tp.parent_path() / "tokenizer_config.json").string());
-            tokenizer_kind = "hf";
-        } else {
-            embedded["tok512.bin"] = read_file(tp.string());
-            tokenizer_kind = "llama2c";
-        }
-    } else if (fs::exists(dir / "tokenizer.json")) {
-        embedded["tokenizer.json"] = read_file((dir / "tokenizer.json").string());
-        if (fs::exists(dir / "tokenizer_config.json"))
-            embedded["tokenizer_config.json"] = read_file((dir / "tokenizer_config.json").string());
-        tokenizer_kind = "hf";
-    } else {
-        log::warn("{}: no tokenizer.json; the archive will have no tokenizer (attach one with --tokenizer FILE)", src);
-    }
-    // Embedded JSON must parse now, not when the archive is first run.
-    for (const auto& [name, bytes] : embedded) {
-        if (!name.ends_with(".json")) continue;
-        try {
-            const nlohmann::json parsed = nlohmann::json::parse(bytes);
-            TT_ASSERT(!parsed.is_discarded());
-        } catch (const nlohmann::json::exception& e) {
-            fail("{}: {} is not valid JSON: {}", opt.tokenizer_path.empty() ? src : opt.tokenizer_path, name, e.what());
-        }
-    }
+    // Tokenizer files to embed, loaded and checked as `run` will load them.
+    TokenizerFiles tok = load_tokenizer(dir, opt.tokenizer_path, spec);
 
     // Provenance: what the archive was made from.
     // note: only the weight files actually read are hashed: Hugging Face repos may also carry
@@ -190,6 +279,7 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
         sources.push_back({{"name", name}, {"size", fs::file_size(p)}, {"xxh3", hex64(xxh3_file(p.string()))}});
 
     // Write: tensors block by block, then embedded files, then metadata.
+    ThreadPool pool;  // for the finite check
     ArchiveWriter w(out_path);
     Progress progress(fmt::format("convert {}", fs::path(out_path).filename().string()), total_in);
     std::string block;
@@ -201,22 +291,43 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
         }
         const TensorView& t = *ck.tensors.at(p.hf_name);
         const int64_t row_elems = p.hf_shape.size() > 1 ? p.hf_shape[1] : 1;
-        const uint8_t* src_ptr = t.data + uint64_t(p.hf_row_begin * row_elems) * dtype_size(t.dtype);
+        const uint64_t first_elem = uint64_t(p.hf_row_begin * row_elems);
+        const uint8_t* src_ptr = t.data + first_elem * dtype_size(t.dtype);
         const DType out_dtype = opt.dtype.value_or(t.dtype);
+        uint64_t numel = 0;
+        TT_ASSERT(checked_numel(p.shape, numel));
+        // note: checked just before the writer reads the same bytes, so they are hot in the page
+        // cache; the index is the element's flat index in the checkpoint's tensor.
+        const FiniteReport fin = check_finite(src_ptr, t.dtype, out_dtype, numel, pool);
+        if (!fin.ok()) {
+            const std::string what =
+                fin.n_nonfinite > 0
+                    ? fmt::format("{} non-finite value(s) (first: {} at index {})", fin.n_nonfinite + fin.n_overflow,
+                                  value_str(fin.first_value), first_elem + fin.first)
+                    : fmt::format("{} value(s) too large for {}, which the cast turns into Inf (first: {} at index {})",
+                                  fin.n_overflow, dtype_name(out_dtype), value_str(fin.first_value), first_elem + fin.first);
+            if (!opt.allow_nonfinite)
+                fail("{}: tensor '{}' has {}; {} (or pass --allow-nonfinite to convert anyway)", ck.where[p.hf_name],
+                     p.hf_name, what,
+                     fin.n_nonfinite > 0 ? "the checkpoint's weights are broken" : "keep a wider dtype (--dtype auto, bf16 or f32)");
+            log::warn("{}: tensor '{}' has {}; converting anyway (--allow-nonfinite)", ck.where[p.hf_name], p.hf_name, what);
+            if (r.nonfinite_tensors.empty() || r.nonfinite_tensors.back() != p.hf_name) r.nonfinite_tensors.push_back(p.hf_name);
+        }
         w.add_tensor(p.name, out_dtype, p.shape, src_ptr, t.dtype, [&](uint64_t n) {
             progress.add(n);
             r.bytes_read += n;
         });
         ++r.n_tensors;
+        ++r.dtypes[std::string(dtype_name(out_dtype))];
     }
-    for (const auto& [name, bytes] : embedded) w.add_file(name, bytes);
+    for (const auto& [name, bytes] : tok.embedded) w.add_file(name, bytes);
 
     nlohmann::json meta;
     meta["format"] = "thintensor";
     meta["format_version"] = k_thin_version;
     meta["spec"] = spec_to_json(spec);
     meta["generation"] = generation;
-    meta["tokenizer"] = {{"kind", tokenizer_kind}};
+    meta["tokenizer"] = {{"kind", tok.kind}};
     meta["provenance"] = {{"source", fs::absolute(dir).lexically_normal().string()},
                           {"source_files", sources},
                           {"converter", std::string("thintensor ") + THINTENSOR_VERSION},
@@ -224,6 +335,12 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
                           {"dtype", opt.dtype ? std::string(dtype_name(*opt.dtype)) : "auto"}};
     w.finish(std::move(meta));
     progress.finish();
+    if (!r.nonfinite_tensors.empty())
+        log::warn("{} tensor(s) with non-finite values were converted (--allow-nonfinite): {}", r.nonfinite_tensors.size(),
+                  fmt::join(r.nonfinite_tensors, ", "));
+    r.output = out_path;
+    r.tokenizer_kind = tok.kind;
+    r.tokenizer_vocab = tok.vocab;
     r.bytes_written = fs::file_size(out_path);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

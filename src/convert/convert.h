@@ -1,24 +1,37 @@
 // HF checkpoint directory -> .thin archive. Streams tensor by tensor from the mapped safetensors
 // (memory stays bounded whatever the model's size), casts as asked, and writes through a temporary
 // file that is renamed into place only when everything succeeded.
+//
+// Before a byte is written it refuses an output path that would replace one of its inputs, and
+// checks the config (bounded, typed), every tensor's name, shape and dtype, and the tokenizer (the
+// same loader `run` uses, and its ids against the model's vocabulary). While writing, every weight
+// is checked to be finite before and after the cast (an error unless allow_nonfinite).
 #pragma once
 
 #include "core/dtype.h"
 
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tt {
 
 struct ConvertOptions {
     std::optional<DType> dtype;   // nullopt = "auto": keep each tensor's stored float type
     std::string tokenizer_path;   // attach this tokenizer (tokenizer.json or llama2.c .bin) instead
+    bool allow_nonfinite = false; // convert NaN/Inf weights (and f16 overflows) with a warning
 };
 
 struct ConvertResult {
+    std::string output;           // the archive written
     uint64_t bytes_read = 0;      // tensor bytes read from the source
     uint64_t bytes_written = 0;   // archive file size
     size_t n_tensors = 0;
+    std::map<std::string, size_t> dtypes;  // stored dtype name -> tensors
+    std::string tokenizer_kind;   // "hf", "llama2c" or "none" (docs/FORMAT.md)
+    int tokenizer_vocab = 0;      // the tokenizer's vocab_size(), 0 without one
+    std::vector<std::string> nonfinite_tensors;  // converted anyway (allow_nonfinite)
     double seconds = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json.h"
 
 #include <xxhash.h>
 
@@ -70,11 +71,9 @@ Parsed parse_image(const uint8_t* data, size_t size, const std::string& path) {
     if (h.meta_size == 0) fail("{}: corrupt header: empty metadata", path);
     if (XXH3_64bits(data + h.meta_offset, h.meta_size) != h.meta_xxh3)
         fail("{}: metadata checksum mismatch (corrupt archive)", path);
-    try {
-        p.meta = nlohmann::json::parse(data + h.meta_offset, data + h.meta_offset + h.meta_size);
-    } catch (const nlohmann::json::exception& e) {
-        fail("{}: corrupt metadata JSON: {}", path, e.what());
-    }
+    // Depth-bounded: the metadata is read (and dumped by inspect) recursively.
+    p.meta = parse_json(std::string_view(reinterpret_cast<const char*>(data + h.meta_offset), h.meta_size),
+                        path + ": corrupt metadata");
     if (!p.meta.is_object()) fail("{}: corrupt metadata: not an object", path);
     for (const char* key : {"tensors", "blocks", "files"})
         if (!p.meta.contains(key) || !p.meta[key].is_array()) fail("{}: corrupt metadata: no '{}' table", path, key);

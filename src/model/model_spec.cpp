@@ -1,6 +1,7 @@
 #include "model/model_spec.h"
 
 #include "core/error.h"
+#include "model/config_fields.h"
 
 namespace tt {
 
@@ -26,10 +27,10 @@ std::string_view to_name(const EnumName<E> (&table)[N], E v) {
     TT_ASSERT(false);
 }
 template <typename E, size_t N>
-E from_name(const EnumName<E> (&table)[N], const std::string& s, const char* what) {
+E from_name(const EnumName<E> (&table)[N], const std::string& s, const char* what, const std::string& ctx) {
     for (const auto& e : table)
         if (e.name == s) return e.value;
-    fail("archive spec: unknown {} '{}' (archive written by a newer ThinTensor?)", what, s);
+    fail("{}: unknown {} '{}' (archive written by a newer ThinTensor?)", ctx, what, s);
 }
 
 nlohmann::json rope_to_json(const RopeSpec& r) {
@@ -46,19 +47,19 @@ nlohmann::json rope_to_json(const RopeSpec& r) {
             {"truncate", r.truncate}};
 }
 
-RopeSpec rope_from_json(const nlohmann::json& j) {
+RopeSpec rope_from_json(const ConfigFields& j) {
     RopeSpec r;
-    r.theta = j.at("theta").get<double>();
-    r.rotary_dim = j.at("rotary_dim").get<int>();
-    r.scaling = from_name(k_rope_names, j.at("scaling").get<std::string>(), "rope scaling");
-    r.factor = j.at("factor").get<double>();
-    r.low_freq_factor = j.at("low_freq_factor").get<double>();
-    r.high_freq_factor = j.at("high_freq_factor").get<double>();
-    r.original_max_position = j.at("original_max_position").get<int>();
-    r.beta_fast = j.at("beta_fast").get<double>();
-    r.beta_slow = j.at("beta_slow").get<double>();
-    r.attention_factor = j.at("attention_factor").get<double>();
-    r.truncate = j.at("truncate").get<bool>();
+    r.theta = j.req_num("theta");
+    r.rotary_dim = int(j.req_int("rotary_dim", 0, spec_limits::head_dim));
+    r.scaling = from_name(k_rope_names, j.req_str("scaling"), "rope scaling", j.file());
+    r.factor = j.req_num("factor");
+    r.low_freq_factor = j.req_num("low_freq_factor");
+    r.high_freq_factor = j.req_num("high_freq_factor");
+    r.original_max_position = int(j.req_int("original_max_position", 0, spec_limits::positions));
+    r.beta_fast = j.req_num("beta_fast");
+    r.beta_slow = j.req_num("beta_slow");
+    r.attention_factor = j.req_num("attention_factor");
+    r.truncate = j.req_bool("truncate");
     return r;
 }
 }  // namespace
@@ -114,42 +115,48 @@ nlohmann::json spec_to_json(const ModelSpec& s) {
             {"eos_token_ids", s.eos_token_ids}};
 }
 
-ModelSpec spec_from_json(const nlohmann::json& j) {
+ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
+    if (!json.is_object()) fail("{}: not a JSON object", ctx);
+    // note: the ranges are those of config.json (spec_limits); the lower bounds are left to
+    // validate_spec so that its messages are the same for both sources.
+    using namespace spec_limits;
+    const ConfigFields j(json, ctx);
     ModelSpec s;
-    try {
-        s.arch = from_name(k_arch_names, j.at("arch").get<std::string>(), "architecture");
-        s.hf_architecture = j.at("hf_architecture").get<std::string>();
-        s.n_layers = j.at("n_layers").get<int>();
-        s.hidden_dim = j.at("hidden_dim").get<int>();
-        s.n_heads = j.at("n_heads").get<int>();
-        s.n_kv_heads = j.at("n_kv_heads").get<int>();
-        s.head_dim = j.at("head_dim").get<int>();
-        s.ffn_dim = j.at("ffn_dim").get<int>();
-        s.vocab_size = j.at("vocab_size").get<int>();
-        s.max_context = j.at("max_context").get<int>();
-        s.norm_eps = j.at("norm_eps").get<float>();
-        s.norm_weight_offset = j.at("norm_weight_offset").get<float>();
-        s.qk_norm = j.at("qk_norm").get<bool>();
-        s.sandwich_norm = j.at("sandwich_norm").get<bool>();
-        s.qkv_bias = j.at("qkv_bias").get<bool>();
-        s.o_bias = j.at("o_bias").get<bool>();
-        s.attn_scale = j.at("attn_scale").get<float>();
-        s.attn_softcap = j.at("attn_softcap").get<float>();
-        s.sliding_window = j.at("sliding_window").get<int>();
-        for (const auto& k : j.at("layer_attn")) s.layer_attn.push_back(from_name(k_attn_names, k.get<std::string>(), "layer kind"));
-        s.rope = rope_from_json(j.at("rope"));
-        s.rope_local = rope_from_json(j.at("rope_local"));
-        s.activation = from_name(k_act_names, j.at("activation").get<std::string>(), "activation");
-        s.mlp_bias = j.at("mlp_bias").get<bool>();
-        s.embed_scale = j.at("embed_scale").get<float>();
-        s.tied_embeddings = j.at("tied_embeddings").get<bool>();
-        s.final_softcap = j.at("final_softcap").get<float>();
-        s.bos_token_id = j.at("bos_token_id").get<int>();
-        s.eos_token_ids = j.at("eos_token_ids").get<std::vector<int>>();
-    } catch (const nlohmann::json::exception& e) {
-        fail("archive spec: {}", e.what());
-    }
-    validate_spec(s, "archive spec");
+    s.arch = from_name(k_arch_names, j.req_str("arch"), "architecture", ctx);
+    s.hf_architecture = j.req_str("hf_architecture");
+    s.n_layers = int(j.req_int("n_layers", 0, layers));
+    s.hidden_dim = int(j.req_int("hidden_dim", 0, width));
+    s.n_heads = int(j.req_int("n_heads", 0, heads));
+    s.n_kv_heads = int(j.req_int("n_kv_heads", 0, heads));
+    s.head_dim = int(j.req_int("head_dim", 0, spec_limits::head_dim));
+    s.ffn_dim = int(j.req_int("ffn_dim", 0, width));
+    s.vocab_size = int(j.req_int("vocab_size", 0, vocab));
+    s.max_context = int(j.req_int("max_context", 0, positions));
+    s.norm_eps = float(j.req_num("norm_eps"));
+    s.norm_weight_offset = float(j.req_num("norm_weight_offset"));
+    s.qk_norm = j.req_bool("qk_norm");
+    s.sandwich_norm = j.req_bool("sandwich_norm");
+    s.qkv_bias = j.req_bool("qkv_bias");
+    s.o_bias = j.req_bool("o_bias");
+    s.attn_scale = float(j.req_num("attn_scale"));
+    s.attn_softcap = float(j.req_num("attn_softcap"));
+    s.sliding_window = int(j.req_int("sliding_window", 0, positions));
+    const auto kinds = j.opt_str_list("layer_attn");
+    if (!kinds) fail("{}: missing 'layer_attn'", ctx);
+    if (int(kinds->size()) != s.n_layers) fail("{}: {} layer types for {} layers", ctx, kinds->size(), s.n_layers);
+    for (const auto& k : *kinds) s.layer_attn.push_back(from_name(k_attn_names, k, "layer kind", ctx));
+    s.rope = rope_from_json(j.req_object("rope"));
+    s.rope_local = rope_from_json(j.req_object("rope_local"));
+    s.activation = from_name(k_act_names, j.req_str("activation"), "activation", ctx);
+    s.mlp_bias = j.req_bool("mlp_bias");
+    s.embed_scale = float(j.req_num("embed_scale"));
+    s.tied_embeddings = j.req_bool("tied_embeddings");
+    s.final_softcap = float(j.req_num("final_softcap"));
+    s.bos_token_id = int(j.req_int("bos_token_id", -1, token_id));
+    const auto eos = j.opt_int_list("eos_token_ids", 0, token_id);
+    if (!eos) fail("{}: missing 'eos_token_ids'", ctx);
+    s.eos_token_ids.assign(eos->begin(), eos->end());
+    validate_spec(s, ctx);
     return s;
 }
 
@@ -180,6 +187,10 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
     for (auto k : s.layer_attn)
         if (k == AttnKind::sliding && s.sliding_window <= 0) fail("{}: sliding layer without a sliding_window", ctx);
     if (!(s.norm_eps > 0)) fail("{}: rms_norm_eps must be positive", ctx);
+    // note: the BOS id is fed to the embedding lookup, so it must be a row of it; EOS ids are only
+    // compared with sampled ids, and tiny test configs keep their parent's (out-of-vocab) ones.
+    if (s.bos_token_id >= s.vocab_size)
+        fail("{}: bos_token_id {} is outside the vocabulary (vocab_size {})", ctx, s.bos_token_id, s.vocab_size);
     if (!(s.attn_scale > 0)) fail("{}: attention scale must be positive", ctx);
 }
 

@@ -6,10 +6,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
 namespace tt {
+
+// Upper bounds on what a spec may ask for, checked when a spec is read (from config.json and from
+// an archive) before any per-layer table is built: far above every released model (Llama 3.1
+// 405B: 126 layers, hidden 16384, ffn 53248, 128 heads; Gemma 3: vocab 262144, head_dim 256;
+// Llama 4 Scout: 10M positions), low enough that per-layer tables stay small and the runtime's int
+// products (q_dim = heads * head_dim, rows * width) cannot overflow.
+namespace spec_limits {
+constexpr int64_t layers = 1024;
+constexpr int64_t width = 1 << 17;      // hidden_dim, ffn_dim
+constexpr int64_t heads = 1024;
+constexpr int64_t head_dim = 4096;
+constexpr int64_t vocab = 1 << 24;
+constexpr int64_t positions = 1 << 24;  // max_context, sliding_window, rope original context
+constexpr int64_t token_id = INT32_MAX;
+}  // namespace spec_limits
 
 enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3 };
 enum class Activation { silu, gelu_tanh };  // the gate activation of the gated MLP
@@ -93,10 +111,11 @@ std::string_view arch_name(Arch a);
 std::string_view activation_name(Activation a);
 std::string_view rope_scaling_name(RopeScaling s);
 
-// The spec as stored in the archive's metadata ("spec"), and back. from_json validates ranges and
-// throws tt::Error ("archive spec: ...") on anything unknown or inconsistent.
+// The spec as stored in the archive's metadata ("spec"), and back. from_json checks every field's
+// type and range and throws tt::Error ("<context>: ...") on anything missing, unknown or
+// inconsistent; `context` names the source (spec_from_archive passes "<archive path>: spec").
 nlohmann::json spec_to_json(const ModelSpec& s);
-ModelSpec spec_from_json(const nlohmann::json& j);
+ModelSpec spec_from_json(const nlohmann::json& j, const std::string& context = "archive spec");
 // Checks internal consistency (positive dims, heads divide, layer_attn size...).
 void validate_spec(const ModelSpec& s, const std::string& context);
 

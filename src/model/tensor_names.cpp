@@ -83,6 +83,19 @@ std::string hf_name(Arch arch, Role r, int layer) {
 
 }  // namespace
 
+int hf_layer_index(std::string_view name) {
+    // note: every per-layer row of the table (overrides included) starts with this prefix.
+    const std::string_view pattern = row(Role::attn_norm).hf;
+    const std::string_view prefix = pattern.substr(0, pattern.find("{}"));
+    if (!name.starts_with(prefix)) return -1;
+    name.remove_prefix(prefix.size());
+    int64_t n = 0;
+    size_t i = 0;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 9; ++i) n = n * 10 + (name[i] - '0');
+    if (i == 0 || i >= name.size() || name[i] != '.') return -1;
+    return int(n);
+}
+
 std::string tensor_name(Role role, int layer) { return fill(row(role).internal, layer); }
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {

@@ -7,6 +7,7 @@
 #include "model/model_spec.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tt {
@@ -55,6 +56,11 @@ struct TensorPlan {
     // (safetensors drops aliases); the converter then reads it from here.
     std::string hf_alt_name;
 };
+
+// The layer N of a per-layer Hugging Face tensor name ("model.layers.N.…", the table's prefix),
+// or -1 for any other name: lets the converter count the layers a checkpoint holds before it
+// builds a plan for the layers its config.json claims.
+int hf_layer_index(std::string_view hf_name);
 
 // Every tensor the spec implies, in archive order (embed, layer 0..n-1, output).
 std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);

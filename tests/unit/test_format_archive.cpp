@@ -7,6 +7,7 @@
 #include "convert/convert.h"
 #include "core/hash.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "model/model_spec.h"
 
 #include <gtest/gtest.h>
@@ -247,6 +248,58 @@ TEST_F(ArchiveDamage, BadSpecIsRejectedOnRead) {
     j = spec;
     j["rope"]["rotary_dim"] = 1000;
     expect_spec_error(j, "rotary dimension");
+}
+
+
+// Errors in the stored spec name the archive (they said "archive spec: ..." without a path), and
+// the tokenizer kind is checked against FORMAT.md's three names and the embedded files.
+TEST_F(ArchiveDamage, SpecAndTokenizerKindErrorsNameTheArchive) {
+    auto open_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::function<void(const Archive&)>& read) -> std::string {
+        const std::string bytes = with_meta(edit);
+        std::ofstream(bad_, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+        const Archive a = Archive::open(bad_.string());
+        try {
+            read(a);
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    auto spec = [](const Archive& a) { (void)spec_from_archive(a); };
+    auto kind = [](const Archive& a) { (void)tokenizer_kind_of(a); };
+    std::string e = open_error([](nlohmann::json& m) { m["spec"]["arch"] = "mamba"; }, spec);
+    EXPECT_EQ(e.rfind(bad_.string() + ": spec: unknown architecture 'mamba'", 0), 0u) << e;
+    e = open_error([](nlohmann::json& m) { m["spec"]["n_heads"] = "4"; }, spec);
+    EXPECT_EQ(e.rfind(bad_.string() + ": spec: 'n_heads' must be an integer", 0), 0u) << e;
+    e = open_error([](nlohmann::json& m) { m["spec"].erase("rope"); }, spec);
+    EXPECT_EQ(e.rfind(bad_.string() + ": spec: missing 'rope'", 0), 0u) << e;
+
+    e = open_error([](nlohmann::json&) {}, kind);
+    EXPECT_EQ(e, "(no error)");  // the qwen2 fixture has no tokenizer: kind "none"
+    e = open_error([](nlohmann::json& m) { m["tokenizer"]["kind"] = "sentencepiece"; }, kind);
+    EXPECT_NE(e.find(bad_.string() + ": unknown tokenizer kind 'sentencepiece'"), std::string::npos) << e;
+    e = open_error([](nlohmann::json& m) { m["tokenizer"]["kind"] = "hf"; }, kind);
+    EXPECT_NE(e.find("tokenizer kind 'hf' but no embedded tokenizer.json"), std::string::npos) << e;
+    e = open_error([](nlohmann::json& m) { m.erase("tokenizer"); }, kind);
+    EXPECT_NE(e.find("no tokenizer kind"), std::string::npos) << e;
+    e = open_error([](nlohmann::json& m) { m["tokenizer"]["kind"] = 1; }, kind);
+    EXPECT_NE(e.find("no tokenizer kind"), std::string::npos) << e;
+}
+
+
+// The metadata is parsed with the depth-bounded parser: 100,000 nested arrays (which a recursive
+// walk of the tree would overflow the stack on) are refused naming the archive.
+TEST_F(ArchiveDamage, DeeplyNestedMetadataIsRefused) {
+    const ThinHeader h = header();
+    const std::string text = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+    std::string out = bytes_.substr(0, h.meta_offset) + text;
+    ThinHeader nh = h;
+    nh.meta_size = text.size();
+    nh.meta_xxh3 = xxh3_64(text.data(), text.size());
+    nh.file_size = out.size();
+    std::memcpy(out.data(), &nh, sizeof nh);
+    expect_open_error(out, {"corrupt metadata: JSON nested deeper than"});
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ TEST(ModelSpec, BadConfigValuesNameTheKey) {
     EXPECT_NE(error_of(c).find("activation 'relu'"), std::string::npos) << error_of(c);
     c = fixture_config("llama");
     c["vocab_size"] = 0;
-    EXPECT_NE(error_of(c).find("vocab_size must be positive"), std::string::npos) << error_of(c);
+    EXPECT_NE(error_of(c).find("'vocab_size' is 0, outside the supported range"), std::string::npos) << error_of(c);
     c = fixture_config("gemma3_text");
     c["layer_types"] = {"sliding_attention"};
     EXPECT_NE(error_of(c).find("'layer_types'"), std::string::npos) << error_of(c);
@@ -142,6 +142,126 @@ TEST(ModelSpec, TensorPlanFollowsTheSpec) {
         }
         EXPECT_EQ(params, s.n_params());
         EXPECT_EQ(names.count("output.weight"), s.tied_embeddings ? 0u : 1u);
+    }
+}
+
+
+// Integers are read as 64-bit and range-checked (2^32 + 2 layers used to read as 2), and sizes are
+// bounded before any per-layer table is built (10^9 layers used to grow memory without bound, a
+// negative count threw std::length_error). Each message names the file and the field.
+TEST(ModelSpec, IntegerFieldsAreRangeCheckedAs64Bit) {
+    struct Case {
+        const char* key;
+        nlohmann::json value;
+        const char* needle;
+    };
+    const Case cases[] = {
+        {"num_hidden_layers", 4294967298ll, "'num_hidden_layers' is 4294967298, outside the supported range [1, 1024]"},
+        {"num_hidden_layers", 1000000000, "'num_hidden_layers' is 1000000000, outside"},
+        {"num_hidden_layers", -1, "'num_hidden_layers' is -1, outside"},
+        {"num_hidden_layers", 18446744073709551615ull, "'num_hidden_layers' is 18446744073709551615, outside"},
+        {"hidden_size", 4294967360ll, "'hidden_size' is 4294967360"},
+        {"vocab_size", -5, "'vocab_size' is -5"},
+        {"num_attention_heads", 0, "'num_attention_heads' is 0"},
+        {"max_position_embeddings", 1ll << 40, "'max_position_embeddings' is 1099511627776"},
+        {"sliding_window", -1, "'sliding_window' is -1"},
+    };
+    for (const auto& k : cases) {
+        nlohmann::json c = fixture_config("llama");
+        c[k.key] = k.value;
+        const std::string e = error_of(c);
+        EXPECT_NE(e.find(k.needle), std::string::npos) << k.key << ": " << e;
+        EXPECT_EQ(e.rfind("config.json: ", 0), 0u) << e;
+    }
+}
+
+// Every field is read through a typed helper: a wrong JSON type is an error naming the file and
+// the full field path, never nlohmann's own type_error (which named neither).
+TEST(ModelSpec, WrongTypesNameTheFileAndField) {
+    auto expect = [](nlohmann::json c, nlohmann::json gen, const std::string& needle) {
+        try {
+            spec_from_hf_config(c, gen, "dir/config.json", "dir/generation_config.json");
+            ADD_FAILURE() << "accepted: " << needle;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    const nlohmann::json base = fixture_config("llama");
+    nlohmann::json c = base;
+    c["eos_token_id"] = "2";
+    expect(c, nullptr, "dir/config.json: 'eos_token_id' must be an integer or a list of integers, got \"2\"");
+    c = base;
+    c["eos_token_id"] = {2, "x"};
+    expect(c, nullptr, "'eos_token_id' must be an integer or a list of integers");
+    c = base;
+    c["bos_token_id"] = 300;  // past vocab_size 256: the embedding lookup would read out of bounds
+    expect(c, nullptr, "bos_token_id 300 is outside the vocabulary (vocab_size 256)");
+    expect(base, {{"eos_token_id", "2"}}, "dir/generation_config.json: 'eos_token_id' must be an integer");
+    expect(base, {{"temperature", "hot"}}, "dir/generation_config.json: 'temperature' must be a number");
+    expect(base, {{"do_sample", 1}}, "dir/generation_config.json: 'do_sample' must be true or false");
+    expect(base, {{"top_k", 2.5}}, "dir/generation_config.json: 'top_k' must be an integer");
+    expect(base, nlohmann::json::array(), "dir/generation_config.json: the file must be a JSON object");
+    c = base;
+    c["tie_word_embeddings"] = "yes";
+    expect(c, nullptr, "dir/config.json: 'tie_word_embeddings' must be true or false, got \"yes\"");
+    c = base;
+    c["attention_bias"] = 1;
+    expect(c, nullptr, "'attention_bias' must be true or false");
+    c = base;
+    c["rope_parameters"]["factor"] = "2";
+    c["rope_parameters"]["rope_type"] = "linear";
+    expect(c, nullptr, "dir/config.json: 'rope_parameters.factor' must be a number, got \"2\"");
+    c = base;
+    c["rope_parameters"]["rope_type"] = 3;
+    expect(c, nullptr, "'rope_parameters.rope_type' must be a string");
+    c = base;
+    c["rope_parameters"] = "default";
+    expect(c, nullptr, "'rope_parameters' must be an object");
+    c = base;
+    c["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", "no"}};
+    expect(c, nullptr, "'rope_parameters.truncate' must be true or false");
+    c = base;
+    c["rope_parameters"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"original_max_position_embeddings", 4294967296ll}};
+    expect(c, nullptr, "'rope_parameters.original_max_position_embeddings' is 4294967296, outside");
+    c = base;
+    c.erase("rope_parameters");
+    c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", nlohmann::json::array()}};
+    expect(c, nullptr, "'rope_scaling.factor' must be a number");
+    c = base;
+    c["partial_rotary_factor"] = 1e300;  // int(head_dim * 1e300) was undefined behaviour
+    expect(c, nullptr, "'partial_rotary_factor' must be in (0, 1]");
+    c = base;
+    c["hidden_act"] = 7;
+    expect(c, nullptr, "'hidden_act' must be a string");
+    c = fixture_config("gemma3_text");
+    c["layer_types"] = {1, 2, 3};
+    expect(c, nullptr, "'layer_types' must be a list of strings");
+    c = fixture_config("qwen2");
+    c["use_sliding_window"] = "true";
+    expect(c, nullptr, "'use_sliding_window' must be true or false");
+}
+
+// The archive's spec is read with the same checks: a 64-bit n_layers is refused, not truncated.
+TEST(ModelSpec, ArchiveSpecIntegersAreRangeChecked) {
+    const ModelSpec s = spec_of(fixture_config("llama"));
+    nlohmann::json j = spec_to_json(s);
+    j["n_layers"] = 4294967298ll;  // would read as 2 and match layer_attn's two entries
+    try {
+        spec_from_json(j, "a.thin: spec");
+        ADD_FAILURE() << "accepted a 64-bit n_layers";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a.thin: spec: 'n_layers' is 4294967298, outside"), std::string::npos) << e.what();
+    }
+    j = spec_to_json(s);
+    j["rope"]["truncate"] = "yes";
+    EXPECT_THROW(spec_from_json(j, "a.thin: spec"), Error);
+    j = spec_to_json(s);
+    j["eos_token_ids"] = "2";
+    try {
+        spec_from_json(j, "a.thin: spec");
+        ADD_FAILURE();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a.thin: spec: 'eos_token_ids' must be"), std::string::npos) << e.what();
     }
 }
 
