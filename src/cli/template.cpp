@@ -3,6 +3,7 @@
 // added newline), so a prompt can be checked against transformers' apply_chat_template.
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "core/output_file.h"
 #include "template/chat_template.h"
 
@@ -19,12 +20,7 @@ struct Opts {
 
 int run(const Opts& o) {
     tt::ChatTemplate tmpl = tt::ChatTemplate::load(o.source);
-    nlohmann::ordered_json doc;
-    try {
-        doc = nlohmann::ordered_json::parse(tt::read_file(o.messages_path));
-    } catch (const nlohmann::json::exception& e) {
-        tt::fail("--messages {}: invalid JSON: {}", o.messages_path, e.what());
-    }
+    nlohmann::ordered_json doc = tt::parse_ordered_json(tt::read_file(o.messages_path), "--messages " + o.messages_path);
     // Either an array of messages or {"messages": [...], "tools": [...], other kwargs...}.
     nlohmann::ordered_json messages, extra = nlohmann::ordered_json::object();
     if (doc.is_array()) {

@@ -3,6 +3,7 @@
 #include "template/chat_template.h"
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/output_file.h"
 #include "format/archive.h"
 
@@ -66,11 +67,7 @@ bool is_thin_archive(const std::string& path) {
 }
 
 nlohmann::ordered_json parse_config(std::string_view text, const std::string& context) {
-    try {
-        return nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        fail("{}: invalid JSON: {}", context, e.what());
-    }
+    return parse_ordered_json(text, context);
 }
 
 }  // namespace
@@ -181,8 +178,11 @@ void add_template_var(nlohmann::ordered_json& vars, const std::string& key_value
     const size_t eq = key_value.find('=');
     if (eq == std::string::npos || eq == 0) fail("--var {}: expected key=value", key_value);
     const std::string value = key_value.substr(eq + 1);
-    auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
-    vars[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : std::move(parsed);
+    // accept() only checks the syntax (no tree); valid JSON then goes through the depth-bounded
+    // parser, so `--var x=[[[[...` too deep is an error rather than a string or a stack overflow.
+    vars[key_value.substr(0, eq)] = nlohmann::ordered_json::accept(value)
+                                        ? parse_ordered_json(value, "--var " + key_value.substr(0, eq))
+                                        : nlohmann::ordered_json(value);
 }
 
 }  // namespace tt

@@ -44,6 +44,10 @@ struct Expr {
     std::vector<std::pair<std::string, ExprPtr>> kwargs;
     std::vector<std::string> ops;   // compare operators: == != < <= > >= in "not in"
     bool negated = false;           // test: `is not`
+    // 1 + the tallest child. The parser refuses a tree taller than RenderLimits::max_depth, so
+    // evaluating or destroying one (both recurse per level) cannot overflow the stack, however
+    // long a flat `a + 1 + 1 ...` or `x|upper|upper ...` chain (left-deep trees) is.
+    int height = 1;
 };
 
 struct Stmt;

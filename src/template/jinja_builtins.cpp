@@ -60,18 +60,12 @@ const std::string& need_str(const Value& v, std::string_view what) {
 
 // ---- unicode helpers ----
 
+// Python decodes invalid UTF-8 with errors='replace' where templates meet it: U+FFFD.
 uint32_t decode(std::string_view ch) {
-    utf8proc_int32_t cp = 0;
-    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(ch.data()), static_cast<utf8proc_ssize_t>(ch.size()),
-                     &cp);
-    return cp < 0 ? 0xfffd : static_cast<uint32_t>(cp);
+    return ch.size() == 1 && static_cast<unsigned char>(ch[0]) >= 0x80 ? 0xfffd : utf8_decode(ch);
 }
 
-void encode(std::string& out, uint32_t cp) {
-    utf8proc_uint8_t buf[4];
-    auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
-    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
-}
+void encode(std::string& out, uint32_t cp) { utf8_append(out, cp); }
 
 bool is_alpha(uint32_t cp) {
     auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
@@ -1099,7 +1093,8 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
         const Value* times = seq == &a ? &b : &a;
         if (seq && (times->is_int() || times->is_bool())) {
             int64_t n = std::max<int64_t>(0, times->as_int());
-            size_t unit = seq->is_string() ? seq->str().size() : seq->array().size();
+            // A list item is a Value, not a byte: the same byte bound, in items.
+            size_t unit = seq->is_string() ? seq->str().size() : seq->array().size() * sizeof(Value);
             if (unit && static_cast<uint64_t>(n) > k_max_string / unit) op_fail("repetition result too large");
             if (seq->is_string()) {
                 std::string out;

@@ -2,6 +2,7 @@
 #include "template/jinja_lexer.h"
 
 #include "core/error.h"
+#include "template/jinja_value.h"
 
 #include <algorithm>
 #include <cstring>
@@ -40,24 +41,6 @@ bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
-
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-}
 
 class Lexer {
 public:
@@ -297,12 +280,12 @@ private:
                 case '\'': out += '\''; break;
                 case '"': out += '"'; break;
                 case '\n': break;  // a backslash-newline continues the line
-                case 'x': append_utf8(out, hex(2)); break;
-                case 'u': append_utf8(out, hex(4)); break;
+                case 'x': utf8_append(out, hex(2)); break;
+                case 'u': utf8_append(out, hex(4)); break;
                 case 'U': {
                     uint32_t cp = hex(8);
                     if (cp > 0x10ffff) error(q, "bad \\U escape in string literal");
-                    append_utf8(out, cp);
+                    utf8_append(out, cp);
                     break;
                 }
                 default:  // Python keeps unknown escapes as written

@@ -17,8 +17,8 @@ namespace {
 
 class Parser {
 public:
-    Parser(std::vector<Token> tokens, const std::string& source, const std::string& context)
-        : toks_(std::move(tokens)), lines_(source), context_(context) {}
+    Parser(std::vector<Token> tokens, const std::string& source, const std::string& context, int max_depth)
+        : toks_(std::move(tokens)), lines_(source), context_(context), max_depth_(max_depth) {}
 
     Body parse_template() {
         std::string end;
@@ -133,7 +133,9 @@ private:
 
     StmtPtr parse_statement(size_t offset) {
         const Token& kw = cur();
-        if (++nesting_ > 256) error_at(kw.offset, "blocks nested too deeply");
+        if (++nesting_ > max_depth_)
+            error_at(kw.offset, fmt::format("template exceeded the nesting limit: blocks nested deeper than {} levels",
+                                            max_depth_));
         struct Unnest {
             int& n;
             ~Unnest() { --n; }
@@ -318,9 +320,36 @@ private:
     ExprPtr make_binary(ExprKind k, size_t offset, ExprPtr a, ExprPtr b, std::string op = {}) {
         auto e = make_expr(k, offset);
         e->name = std::move(op);
-        e->args.push_back(std::move(a));
-        e->args.push_back(std::move(b));
+        add_arg(*e, std::move(a));
+        add_arg(*e, std::move(b));
         return e;
+    }
+    // Every child is attached here, so that no tree taller than max_depth_ is ever built: a long
+    // flat chain (`1 + 1 + ...`, `x|upper|upper...`, `a.b.c...`, `x[0][0]...`) is parsed by a
+    // loop, not by recursion, but makes a left-deep tree that evaluation would walk recursively.
+    void add_arg(Expr& e, ExprPtr child) {
+        if (child) grow(e, *child);
+        e.args.push_back(std::move(child));
+    }
+    void add_kwarg(Expr& e, std::string key, ExprPtr child) {
+        grow(e, *child);
+        e.kwargs.emplace_back(std::move(key), std::move(child));
+    }
+    void grow(Expr& e, const Expr& child) {
+        e.height = std::max(e.height, child.height + 1);
+        if (e.height > max_depth_)
+            error_at(e.offset, fmt::format("template exceeded the nesting limit: expression nested deeper than {} "
+                                           "levels (a chain of operators, filters, attributes or subscripts, or "
+                                           "nested brackets)",
+                                           max_depth_));
+    }
+    // Parser recursion (parentheses, unary operators, nested literals) is bounded the same way;
+    // `((((x))))` makes no node per level, so the tree height alone would not bound it.
+    void enter() {
+        if (++depth_ > max_depth_)
+            error_at(cur().offset,
+                     fmt::format("template exceeded the nesting limit: expression nested deeper than {} levels",
+                                 max_depth_));
     }
 
     // `a, b` without brackets is a tuple where Jinja allows it ({{ }}, set values, for iterables).
@@ -329,16 +358,16 @@ private:
         ExprPtr first = parse_expression(with_cond);
         if (!is_op(",")) return first;
         auto t = make_expr(ExprKind::tuple, at);
-        t->args.push_back(std::move(first));
+        add_arg(*t, std::move(first));
         while (skip_op(",")) {
             if (cur().type == Tok::block_end || cur().type == Tok::var_end || is_name("if")) break;
-            t->args.push_back(parse_expression(with_cond));
+            add_arg(*t, parse_expression(with_cond));
         }
         return t;
     }
 
     ExprPtr parse_expression(bool with_cond) {
-        if (++depth_ > 200) error_at(cur().offset, "expression nested too deeply");
+        enter();
         ExprPtr e = with_cond ? parse_condexpr() : parse_or();
         --depth_;
         return e;
@@ -349,14 +378,14 @@ private:
         ExprPtr e = parse_or();
         while (skip_name("if")) {
             auto c = make_expr(ExprKind::cond, at);
-            c->args.push_back(parse_or());
-            c->args.push_back(std::move(e));
+            add_arg(*c, parse_or());
+            add_arg(*c, std::move(e));
             if (skip_name("else")) {
-                if (++depth_ > 200) error_at(cur().offset, "expression nested too deeply");
-                c->args.push_back(parse_condexpr());
+                enter();
+                add_arg(*c, parse_condexpr());
                 --depth_;
             } else {
-                c->args.push_back(nullptr);
+                add_arg(*c, nullptr);
             }
             e = std::move(c);
         }
@@ -383,9 +412,9 @@ private:
 
     ExprPtr parse_not() {
         if (is_name("not")) {
-            if (++depth_ > 200) error_at(cur().offset, "expression nested too deeply");
+            enter();
             auto e = make_expr(ExprKind::not_, next().offset);
-            e->args.push_back(parse_not());
+            add_arg(*e, parse_not());
             --depth_;
             return e;
         }
@@ -414,10 +443,10 @@ private:
             }
             if (!cmp) {
                 cmp = make_expr(ExprKind::compare, at);
-                cmp->args.push_back(std::move(first));
+                add_arg(*cmp, std::move(first));
             }
             cmp->ops.push_back(op);
-            cmp->args.push_back(parse_math1());
+            add_arg(*cmp, parse_math1());
         }
         return cmp ? std::move(cmp) : std::move(first);
     }
@@ -459,12 +488,12 @@ private:
     }
 
     ExprPtr parse_unary(bool with_filter) {
-        if (++depth_ > 200) error_at(cur().offset, "expression nested too deeply");
+        enter();
         ExprPtr e;
         if (is_op("-") || is_op("+")) {
             const Token& t = next();
             e = make_expr(t.text == "-" ? ExprKind::neg : ExprKind::pos, t.offset);
-            e->args.push_back(parse_unary(false));
+            add_arg(*e, parse_unary(false));
         } else {
             e = parse_postfix(parse_primary());
         }
@@ -513,10 +542,10 @@ private:
                     ExprPtr first = parse_expression(true);
                     if (skip_op(")")) return first;
                     auto tup = make_expr(ExprKind::tuple, at);
-                    tup->args.push_back(std::move(first));
+                    add_arg(*tup, std::move(first));
                     while (skip_op(",")) {
                         if (is_op(")")) break;
-                        tup->args.push_back(parse_expression(true));
+                        add_arg(*tup, parse_expression(true));
                     }
                     expect_op(")");
                     return tup;
@@ -527,7 +556,7 @@ private:
                     while (!is_op("]")) {
                         if (!list->args.empty()) expect_op(",");
                         if (is_op("]")) break;
-                        list->args.push_back(parse_expression(true));
+                        add_arg(*list, parse_expression(true));
                     }
                     expect_op("]");
                     return list;
@@ -538,9 +567,9 @@ private:
                     while (!is_op("}")) {
                         if (!dict->args.empty()) expect_op(",");
                         if (is_op("}")) break;
-                        dict->args.push_back(parse_expression(true));
+                        add_arg(*dict, parse_expression(true));
                         expect_op(":");
-                        dict->args.push_back(parse_expression(true));
+                        add_arg(*dict, parse_expression(true));
                     }
                     expect_op("}");
                     return dict;
@@ -558,14 +587,14 @@ private:
                 if (cur().type == Tok::name) {
                     auto g = make_expr(ExprKind::getattr, at);
                     g->name = next().text;
-                    g->args.push_back(std::move(e));
+                    add_arg(*g, std::move(e));
                     e = std::move(g);
                 } else if (cur().type == Tok::integer) {  // foo.0 is foo[0]
                     auto g = make_expr(ExprKind::getitem, at);
                     auto idx = make_expr(ExprKind::literal, cur().offset);
                     idx->value = Value(next().int_value);
-                    g->args.push_back(std::move(e));
-                    g->args.push_back(std::move(idx));
+                    add_arg(*g, std::move(e));
+                    add_arg(*g, std::move(idx));
                     e = std::move(g);
                 } else {
                     unexpected("an attribute name");
@@ -600,8 +629,8 @@ private:
             return make_binary(ExprKind::getitem, at, std::move(e), std::move(parts[0]));
         }
         auto s = make_expr(ExprKind::slice, at);
-        s->args.push_back(std::move(e));
-        for (auto& p : parts) s->args.push_back(std::move(p));
+        add_arg(*s, std::move(e));
+        for (auto& p : parts) add_arg(*s, std::move(p));
         return s;
     }
 
@@ -616,10 +645,10 @@ private:
             if (cur().type == Tok::name && peek().type == Tok::op && peek().text == "=") {
                 std::string key = next().text;
                 next();
-                e.kwargs.emplace_back(std::move(key), parse_expression(true));
+                add_kwarg(e, std::move(key), parse_expression(true));
             } else {
                 if (!e.kwargs.empty()) unexpected("a keyword argument (positional after keyword)");
-                e.args.push_back(parse_expression(true));
+                add_arg(e, parse_expression(true));
             }
         }
         expect_op(")");
@@ -627,7 +656,7 @@ private:
 
     ExprPtr parse_call(ExprPtr callee) {
         auto c = make_expr(ExprKind::call, callee->offset);
-        c->args.push_back(std::move(callee));
+        add_arg(*c, std::move(callee));
         parse_call_args(*c);
         return c;
     }
@@ -642,7 +671,7 @@ private:
         if (!has_filter(name)) error_at(at, fmt::format("no filter named '{}'", name));
         auto f = make_expr(ExprKind::filter, at);
         f->name = std::move(name);
-        f->args.push_back(std::move(operand));
+        add_arg(*f, std::move(operand));
         if (is_op("(")) parse_call_args(*f);
         return f;
     }
@@ -658,7 +687,7 @@ private:
                 size_t name_at = cur().offset;
                 t->name = expect_name();
                 if (!has_test(t->name)) error_at(name_at, fmt::format("no test named '{}'", t->name));
-                t->args.push_back(std::move(e));
+                add_arg(*t, std::move(e));
                 if (is_op("(")) {
                     parse_call_args(*t);
                 } else if ((cur().type == Tok::name && cur().text != "else" && cur().text != "or" &&
@@ -667,7 +696,7 @@ private:
                            cur().type == Tok::string || cur().type == Tok::integer ||
                            cur().type == Tok::floating || is_op("[") || is_op("{")) {
                     // `x is divisibleby 3`, `x is sameas none`: one bare argument
-                    t->args.push_back(parse_postfix(parse_primary()));
+                    add_arg(*t, parse_postfix(parse_primary()));
                 }
                 e = std::move(t);
             } else if (is_op("(")) {
@@ -683,14 +712,15 @@ private:
     LineTable lines_;
     const std::string& context_;
     int loop_depth_ = 0;
+    int max_depth_;
     int depth_ = 0;    // expression recursion, bounded so hostile templates cannot overflow the stack
     int nesting_ = 0;  // block recursion, likewise
 };
 
 }  // namespace
 
-Body parse(const std::string& normalized_source, const std::string& context) {
-    return Parser(tokenize(normalized_source, context), normalized_source, context).parse_template();
+Body parse(const std::string& normalized_source, const std::string& context, int max_depth) {
+    return Parser(tokenize(normalized_source, context), normalized_source, context, max_depth).parse_template();
 }
 
 }  // namespace tt::jinja

@@ -10,7 +10,8 @@
 
 namespace tt::jinja {
 
-// Throws tt::Error "<context>:<line>:<col>: message" on syntax errors.
-Body parse(const std::string& normalized_source, const std::string& context);
+// Throws tt::Error "<context>:<line>:<col>: message" on syntax errors, and on any construct
+// nested deeper than max_depth (RenderLimits::max_depth): expression trees, parentheses, blocks.
+Body parse(const std::string& normalized_source, const std::string& context, int max_depth);
 
 }  // namespace tt::jinja

@@ -9,6 +9,7 @@
 #include "template/jinja_lexer.h"
 #include "template/jinja_parser.h"
 
+#include <chrono>
 #include <optional>
 
 namespace tt::jinja {
@@ -46,12 +47,12 @@ ScopePtr child_of(const ScopePtr& parent) {
 
 enum class Flow { normal, break_, continue_ };
 
-constexpr int k_max_call_depth = 128;
-
 class Renderer {
 public:
     Renderer(const std::string& context, const std::string& source, const RenderLimits& limits)
-        : context_(context), lines_(source), limits_(limits) {}
+        : context_(context), lines_(source), limits_(limits),
+          deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(limits.max_seconds))) {}
 
     // Namespaces can hold themselves ({% set ns.me = ns %}) and loop.changed() can remember the
     // loop object that holds it; both are shared_ptr cycles, broken here once the render is over.
@@ -73,6 +74,7 @@ public:
                 o->items = a.pos[0].object().items;
             }
             for (const auto& [k, v] : a.kw) o->set(k, v);
+            for (const auto& [k, v] : o->items) check_value(v);
             namespaces_.push_back(o);
             return Value(std::move(o));
         }));
@@ -90,20 +92,68 @@ private:
         fail("{}:{}:{}: {}", context_, p.line, p.col, msg);
     }
 
+    // Every limit failure names the template (context_), the position and the limit, so that a
+    // user whose downloaded template trips one knows it is the template and which bound it hit.
     void step(size_t offset) {
-        if (limits_.max_steps && ++steps_ > limits_.max_steps)
-            fail_at(offset, fmt::format("template exceeded {} steps", limits_.max_steps));
+        if (++steps_ > limits_.max_steps)
+            fail_at(offset, fmt::format("template exceeded the step limit ({} statements and loop iterations)",
+                                        limits_.max_steps));
+        check_time(offset);
     }
-    void check_output(const std::string& out, size_t offset) const {
-        if (limits_.max_output && out.size() > limits_.max_output)
-            fail_at(offset, fmt::format("template output exceeded {} bytes", limits_.max_output));
+    void check_time(size_t offset) const {
+        if (std::chrono::steady_clock::now() > deadline_)
+            fail_at(offset, fmt::format("template exceeded the time limit ({} s)", limits_.max_seconds));
     }
+    // All rendered text counts, at every level (a macro's output is counted when the macro renders
+    // it and again where it is printed), so that neither the output nor text piled up in macro
+    // results and set blocks can grow without bound.
+    void emit(std::string& out, const std::string& text, size_t offset) {
+        rendered_ += text.size();
+        if (rendered_ > limits_.max_output)
+            fail_at(offset, fmt::format("template exceeded the output limit ({} bytes rendered)", limits_.max_output));
+        out += text;
+    }
+    // Values are bounded when made (see Value::depth()): a loop of `{% set ns.x = [ns.x] %}` or
+    // `{% set ns.x = [ns.x, ns.x] %}` stops at the limit instead of building what str(), tojson
+    // or the destructor cannot walk.
+    void check_value(const Value& v) const {
+        if (v.depth() > static_cast<uint32_t>(limits_.max_depth))
+            op_fail(fmt::format("template exceeded the nesting limit: a value nested deeper than {} levels",
+                                limits_.max_depth));
+        if (v.weight() > limits_.max_output)
+            op_fail(fmt::format("template exceeded the output limit: a value larger than {} bytes",
+                                limits_.max_output));
+    }
+
+    // Evaluation, block and macro-call nesting counted together: the parser bounds each tree, this
+    // bounds trees within blocks within macros (a macro calling itself, or calling deeper ones).
+    struct Nest {
+        Renderer& r;
+        size_t offset;
+        Nest(Renderer& r_, size_t offset_) : r(r_), offset(offset_) {
+            if (++r.depth_ > r.limits_.max_depth) {
+                --r.depth_;
+                r.fail_at(offset, fmt::format("template exceeded the nesting limit: evaluation nested deeper than {} "
+                                              "levels (expressions, blocks and macro calls together)",
+                                              r.limits_.max_depth));
+            }
+        }
+        ~Nest() { --r.depth_; }
+        Nest(const Nest&) = delete;
+        Nest& operator=(const Nest&) = delete;
+    };
 
     // ---- expressions ----
 
     Value eval(const Expr& e, const ScopePtr& scope) {
+        Nest nest(*this, e.offset);
+        // An expression does bounded work between statements, but a loop over 100000 items with a
+        // filter condition, or a long chain, is many of them: look at the clock now and then.
+        if ((++evals_ & 1023) == 0) check_time(e.offset);
         try {
-            return eval_inner(e, scope);
+            Value v = eval_inner(e, scope);
+            check_value(v);
+            return v;
         } catch (const OpError& err) {
             fail_at(e.offset, err.message);
         }
@@ -216,6 +266,8 @@ private:
     // ---- statements ----
 
     Flow exec(const Body& body, const ScopePtr& scope, std::string& out) {
+        if (body.empty()) return Flow::normal;
+        Nest nest(*this, body.front()->offset);
         for (const auto& s : body) {
             step(s->offset);
             Flow f = exec_stmt(*s, scope, out);
@@ -233,11 +285,8 @@ private:
     Flow exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& out) {
         try {
             switch (s.kind) {
-                case StmtKind::text: out += s.text; break;
-                case StmtKind::output:
-                    out += to_str(eval(*s.expr, scope));
-                    check_output(out, s.offset);
-                    break;
+                case StmtKind::text: emit(out, s.text, s.offset); break;
+                case StmtKind::output: emit(out, to_str(eval(*s.expr, scope)), s.offset); break;
                 case StmtKind::if_:
                     for (size_t i = 0; i < s.conds.size(); ++i)
                         if (truthy(eval(*s.conds[i], scope))) return exec(s.bodies[i], scope, out);
@@ -264,12 +313,12 @@ private:
                     } catch (const OpError& err) {
                         fail_at(c.offset, err.message);
                     }
-                    out += to_str(r);
+                    emit(out, to_str(r), s.offset);
                     break;
                 }
                 case StmtKind::filter: {
                     Value v(render_body(s.bodies[0], scope));
-                    out += to_str(apply_block_filter(*s.expr, v, scope));
+                    emit(out, to_str(apply_block_filter(*s.expr, v, scope)), s.offset);
                     break;
                 }
                 case StmtKind::break_: return Flow::break_;
@@ -310,7 +359,7 @@ private:
             if (!target || !target->is_namespace())
                 fail_at(s.offset, fmt::format("cannot assign attribute '{}' on '{}': it is not a namespace()",
                                               s.attr, s.targets[0]));
-            target->mutable_object().set(s.attr, std::move(v));
+            target->mutable_object().set(s.attr, std::move(v));  // v was checked by eval
             return;
         }
         bind_targets(s.targets, v, *scope, s.offset);
@@ -347,7 +396,6 @@ private:
             bind_targets(s.targets, items[static_cast<size_t>(i)], *iter, s.offset);
             iter->set("loop", make_loop(items, i, last_changed));
             Flow f = exec(s.bodies[0], iter, out);
-            check_output(out, s.offset);
             if (f == Flow::break_) break;
         }
     }
@@ -416,18 +464,8 @@ private:
             }
             scope->set("varargs", Value(std::move(varargs)));
             scope->set("kwargs", Value(std::move(kwargs)));
-            if (++call_depth_ > k_max_call_depth) {
-                --call_depth_;
-                op_fail("maximum macro recursion depth exceeded");
-            }
             std::string out;
-            try {
-                exec(stmt->bodies[0], scope, out);
-            } catch (...) {
-                --call_depth_;
-                throw;
-            }
-            --call_depth_;
+            exec(stmt->bodies[0], scope, out);  // bounded by the nesting limit like any block
             return Value(std::move(out));
         });
     }
@@ -435,8 +473,11 @@ private:
     const std::string& context_;
     LineTable lines_;
     RenderLimits limits_;
+    std::chrono::steady_clock::time_point deadline_;
     uint64_t steps_ = 0;
-    int call_depth_ = 0;
+    uint64_t evals_ = 0;
+    size_t rendered_ = 0;
+    int depth_ = 0;
     ScopePtr globals_;
     std::vector<std::shared_ptr<Object>> namespaces_;
     std::vector<std::shared_ptr<std::optional<Value>>> changed_;
@@ -444,10 +485,11 @@ private:
 
 }  // namespace
 
-Template::Template(const std::string& source, std::string context)
+Template::Template(const std::string& source, std::string context, const RenderLimits& limits)
     : context_(std::move(context)),
+      limits_(limits),
       source_(std::make_shared<const std::string>(normalize_newlines(source))),
-      body_(std::make_shared<const Body>(parse(*source_, context_))) {}
+      body_(std::make_shared<const Body>(parse(*source_, context_, limits.max_depth))) {}
 
 std::string Template::render(const Object& vars, const RenderLimits& limits) const {
     Renderer r(context_, *source_, limits);

@@ -1,7 +1,11 @@
 // Python semantics of template values: str/repr, truthiness, comparison, json.dumps.
 #include "template/jinja_value.h"
 
+#include "core/error.h"
+#include "core/json.h"
+
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <charconv>
@@ -32,6 +36,32 @@ const Value* Args::get(size_t i, std::string_view name) const {
     for (const auto& [k, v] : kw)
         if (k == name) return &v;
     return nullptr;
+}
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+Value::Value(Array a) : kind_(Kind::array) {
+    uint32_t deepest = 0;
+    uint64_t w = sizeof(Value);
+    for (const Value& x : a) {
+        deepest = std::max(deepest, x.depth());
+        w = add_saturating(w, x.weight());
+    }
+    depth_ = deepest + 1;
+    weight_ = w;
+    array_ = std::make_shared<Array>(std::move(a));
+}
+
+Value::Value(std::shared_ptr<Object> o) : kind_(Kind::object), object_(std::move(o)) {
+    if (object_->is_namespace) return;  // one level, a few bytes: see depth()
+    uint32_t deepest = 0;
+    uint64_t w = sizeof(Value);
+    for (const auto& [k, x] : object_->items) {
+        deepest = std::max(deepest, x.depth());
+        w = add_saturating(w, add_saturating(k.size() + sizeof(k), x.weight()));
+    }
+    depth_ = deepest + 1;
+    weight_ = w;
 }
 
 std::string Value::undefined_message() const { return str_.empty() ? "value is undefined" : str_; }
@@ -209,16 +239,23 @@ bool less(const Value& a, const Value& b) {
     op_fail(fmt::format("'<' not supported between instances of '{}' and '{}'", type_name(a), type_name(b)));
 }
 
+// One character at s[i]: its length in bytes (1 for an invalid byte) and code point.
+static size_t utf8_next(std::string_view s, size_t i, uint32_t* cp) {
+    utf8proc_int32_t c = 0;
+    auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i),
+                              static_cast<utf8proc_ssize_t>(s.size() - i), &c);
+    if (n <= 0) {
+        if (cp) *cp = static_cast<unsigned char>(s[i]);
+        return 1;
+    }
+    if (cp) *cp = static_cast<uint32_t>(c);
+    return static_cast<size_t>(n);
+}
+
 std::vector<std::string_view> utf8_chars(std::string_view s) {
     std::vector<std::string_view> out;
-    size_t i = 0;
-    while (i < s.size()) {
-        size_t n = 1;
-        unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0xf0) n = 4;
-        else if (c >= 0xe0) n = 3;
-        else if (c >= 0xc0) n = 2;
-        n = std::min(n, s.size() - i);
+    for (size_t i = 0; i < s.size();) {
+        size_t n = utf8_next(s, i, nullptr);
         out.push_back(s.substr(i, n));
         i += n;
     }
@@ -227,8 +264,21 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
 
 size_t utf8_length(std::string_view s) {
     size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+    for (size_t i = 0; i < s.size(); ++n) i += utf8_next(s, i, nullptr);
     return n;
+}
+
+uint32_t utf8_decode(std::string_view ch) {
+    if (ch.empty()) return 0;
+    uint32_t cp = 0;
+    utf8_next(ch, 0, &cp);
+    return cp;
+}
+
+void utf8_append(std::string& out, uint32_t cp) {
+    utf8proc_uint8_t buf[4];
+    auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
+    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
 bool is_py_space(uint32_t cp) {
@@ -238,14 +288,6 @@ bool is_py_space(uint32_t cp) {
 }
 
 // ---- json.dumps ----
-
-static uint32_t decode_cp(std::string_view ch) {
-    auto c0 = static_cast<unsigned char>(ch[0]);
-    if (ch.size() == 1) return c0;
-    uint32_t cp = ch.size() == 2 ? (c0 & 0x1f) : ch.size() == 3 ? (c0 & 0x0f) : (c0 & 0x07);
-    for (size_t i = 1; i < ch.size(); ++i) cp = (cp << 6) | (static_cast<unsigned char>(ch[i]) & 0x3f);
-    return cp;
-}
 
 static void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     out += '"';
@@ -265,7 +307,7 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
             if (c < 0x20 || (ensure_ascii && c >= 0x7f)) out += fmt::format("\\u{:04x}", c);
             else out += static_cast<char>(c);
         } else if (ensure_ascii) {
-            uint32_t cp = decode_cp(ch);
+            uint32_t cp = utf8_decode(ch);
             if (cp >= 0x10000) {  // a surrogate pair, as Python writes astral characters
                 cp -= 0x10000;
                 out += fmt::format("\\u{:04x}\\u{:04x}", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
@@ -348,8 +390,11 @@ std::string to_json(const Value& v, const JsonOptions& opt) {
     return out;
 }
 
+// note: JSON read from files is already bounded (core/json.h); this bound is for JSON built in
+// memory by a caller, which would otherwise make a value that nothing can walk (see depth()).
 template <typename J>
-static Value convert(const J& j) {
+static Value convert(const J& j, int depth) {
+    if (depth > k_max_json_depth) fail("template variables: JSON nested deeper than {} levels", k_max_json_depth);
     switch (j.type()) {
         case J::value_t::null: return Value::none();
         case J::value_t::boolean: return Value(j.template get<bool>());
@@ -364,19 +409,19 @@ static Value convert(const J& j) {
         case J::value_t::array: {
             Array a;
             a.reserve(j.size());
-            for (const auto& x : j) a.push_back(convert(x));
+            for (const auto& x : j) a.push_back(convert(x, depth + 1));
             return Value(std::move(a));
         }
         case J::value_t::object: {
             auto o = std::make_shared<Object>();
-            for (auto it = j.begin(); it != j.end(); ++it) o->items.emplace_back(it.key(), convert(it.value()));
+            for (auto it = j.begin(); it != j.end(); ++it) o->items.emplace_back(it.key(), convert(it.value(), depth + 1));
             return Value(std::move(o));
         }
         default: return Value::none();  // binary / discarded: not produced by JSON text
     }
 }
 
-Value from_json(const nlohmann::json& j) { return convert(j); }
-Value from_json(const nlohmann::ordered_json& j) { return convert(j); }
+Value from_json(const nlohmann::json& j) { return convert(j, 0); }
+Value from_json(const nlohmann::ordered_json& j) { return convert(j, 0); }
 
 }  // namespace tt::jinja

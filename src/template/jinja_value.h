@@ -67,14 +67,14 @@ public:
     Value(double v) : kind_(Kind::floating), float_(v) {}
     Value(std::string s) : kind_(Kind::string), str_(std::move(s)) {}
     Value(const char* s) : kind_(Kind::string), str_(s) {}
-    Value(Array a) : kind_(Kind::array), array_(std::make_shared<Array>(std::move(a))) {}
+    Value(Array a);
     // A Python tuple: a list that prints as (a, b). dict.items() and (a, b) literals make these.
     static Value tuple(Array a) {
         Value v(std::move(a));
         v.int_ = 1;
         return v;
     }
-    Value(std::shared_ptr<Object> o) : kind_(Kind::object), object_(std::move(o)) {}
+    Value(std::shared_ptr<Object> o);
     Value(std::shared_ptr<Callable> c) : kind_(Kind::callable), callable_(std::move(c)) {}
     static Value function(std::string name, std::function<Value(const Args&)> fn) {
         return Value(std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
@@ -107,9 +107,22 @@ public:
     // The message an operation on this undefined value fails with ("'x' is undefined").
     std::string undefined_message() const;
 
+    // Nesting (1 for a scalar or a namespace, 1 + the deepest item for a list or dict) and an
+    // estimate of the bytes the value holds as if nothing in it were shared. Both are computed
+    // when a list or dict is built, in O(its items), so that the renderer can refuse a value
+    // before anything walks it: str(), tojson and the destructor recurse once per level, and a
+    // list holding the same list twice, doubled 40 times, prints 2^40 items.
+    // note: a namespace counts as one level and a few bytes: it is mutable (its contents are
+    // checked when assigned), and the renderer holds every namespace itself, so destroying a
+    // value never recurses into one.
+    uint32_t depth() const { return depth_; }
+    uint64_t weight() const { return kind_ == Kind::string ? sizeof(Value) + str_.size() : weight_; }
+
 private:
     explicit Value(Kind k) : kind_(k) {}
     Kind kind_ = Kind::undefined;
+    uint32_t depth_ = 1;
+    uint64_t weight_ = sizeof(Value);  // lists and dicts; strings add their size in weight()
     int64_t int_ = 0;
     double float_ = 0;
     std::string str_;
@@ -132,9 +145,13 @@ bool equals(const Value& a, const Value& b);
 // Python <, for numbers, strings and lists; throws OpError for other pairs.
 bool less(const Value& a, const Value& b);
 
-// UTF-8 helpers: Python indexes strings by code point.
+// UTF-8 helpers (utf8proc underneath): Python indexes strings by code point. A byte that does not
+// start a valid UTF-8 sequence is one character of its own.
 std::vector<std::string_view> utf8_chars(std::string_view s);
 size_t utf8_length(std::string_view s);
+// The code point of one character from utf8_chars (an invalid byte: its own value).
+uint32_t utf8_decode(std::string_view ch);
+void utf8_append(std::string& out, uint32_t cp);
 // Python str.isspace() for one code point.
 bool is_py_space(uint32_t cp);
 

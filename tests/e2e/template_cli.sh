@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `thintensor template` as a user runs it: every line of ../shared/fixtures/chat-template-ref/
 # renders byte-identically (no added newline) from each kind of SOURCE (model directory,
-# tokenizer_config.json); --var reaches the template; bad input exits 1 naming what is wrong.
+# tokenizer_config.json); --var reaches the template; bad input exits 1 naming what is wrong;
+# hostile templates and --messages files hit the render limits with an error, not a crash or hang.
 set -euo pipefail
 : "${THINTENSOR:?}" "${TT_SHARED_DIR:?}"
 py=/usr/bin/python3
@@ -69,6 +70,50 @@ expect_error "bad --var" "--var novalue: expected key=value" \
 printf 'ok\n{%% for x in messages %%}\n{%% endif %%}' > "$work/syntax.jinja"
 expect_error "template syntax error" "syntax.jinja:3:4: unexpected 'endif' tag" \
   "$THINTENSOR" template "$work/syntax.jinja" --messages "$work/hi.json"
+
+# Hostile templates end in one error naming the template and the limit, exit 1, and print nothing
+# (no partial prompt): a 20,000-link chain (a stack overflow before the bound), deep brackets and
+# blocks, two nested range(100000) loops (a hang), 100 KB printed per step (GBs), from a .jinja file
+# and from a tokenizer_config.json, as a downloaded model would ship it.
+expect_limit() {  # name, expected substring, command...
+  local name="$1" want="$2"; shift 2
+  set +e; "$@" > "$work/out" 2> "$work/err"; local rc=$?; set -e
+  local lines; mapfile -t lines < "$work/err"
+  if [ "$rc" -eq 1 ] && grep -qF -- "$want" "$work/err" && [ ! -s "$work/out" ] && [ "${#lines[@]}" -eq 1 ]; then
+    passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: $name (rc=$rc, $(wc -c < "$work/out") bytes out): $(head -c 400 "$work/err")"; fi
+}
+$py -c 'import sys; sys.stdout.write("{{ 1" + " + 1" * 20000 + " }}")' > "$work/chain.jinja"
+expect_limit "20,000 '+ 1'" "chain.jinja:1:1026: template exceeded the nesting limit: expression nested deeper than 256 levels" \
+  "$THINTENSOR" template "$work/chain.jinja" --messages "$work/hi.json"
+$py -c 'import sys; sys.stdout.write("{{ messages" + "|first" * 20000 + " }}")' > "$work/filters.jinja"
+expect_limit "20,000 filters" "filters.jinja:1:" "$THINTENSOR" template "$work/filters.jinja" --messages "$work/hi.json"
+$py -c 'import sys; sys.stdout.write("{{ " + "(" * 20000 + "1" + ")" * 20000 + " }}")' > "$work/parens.jinja"
+expect_limit "20,000 parentheses" "parens.jinja:1:" "$THINTENSOR" template "$work/parens.jinja" --messages "$work/hi.json"
+$py -c 'import sys; sys.stdout.write("{% if 1 %}" * 20000 + "{% endif %}" * 20000)' > "$work/ifs.jinja"
+expect_limit "20,000 nested ifs" "template exceeded the nesting limit: blocks nested deeper than 256 levels" \
+  "$THINTENSOR" template "$work/ifs.jinja" --messages "$work/hi.json"
+mkdir -p "$work/hostile"
+$py -c 'import json,sys; json.dump({"chat_template": "{{ messages" + "[0]" * 20000 + " }}", "eos_token": "</s>"}, open(sys.argv[1], "w"))' \
+  "$work/hostile/tokenizer_config.json"
+expect_limit "20,000 subscripts in tokenizer_config.json" "hostile/tokenizer_config.json:chat_template:1:" \
+  "$THINTENSOR" template "$work/hostile" --messages "$work/hi.json"
+printf '{%% for i in range(100000) %%}{%% for j in range(100000) %%}{{ j }}{%% endfor %%}{%% endfor %%}' > "$work/hang.jinja"
+expect_limit "nested range(100000) loops" "hang.jinja:1:" "$THINTENSOR" template "$work/hang.jinja" --messages "$work/hi.json"
+expect_limit "nested range(100000) loops (which limit)" "template exceeded the step limit (1000000 statements and loop iterations)" \
+  "$THINTENSOR" template "$work/hang.jinja" --messages "$work/hi.json"
+printf "{%% set s = 'x' * 100000 %%}{%% for i in range(100000) %%}{{ s }}{%% endfor %%}" > "$work/big.jinja"
+expect_limit "100 KB per step" "big.jinja:1:" "$THINTENSOR" template "$work/big.jinja" --messages "$work/hi.json"
+expect_limit "100 KB per step (which limit)" "template exceeded the output limit (33554432 bytes rendered)" \
+  "$THINTENSOR" template "$work/big.jinja" --messages "$work/hi.json"
+
+# A --messages file nested 50,000 levels deep (a stack overflow before): the depth-bounded parser.
+$py -c 'import sys; sys.stdout.write("[" * 50000 + "]" * 50000)' > "$work/deep.json"
+expect_limit "50,000-level --messages" "--messages $work/deep.json: JSON nested deeper than 128 levels" \
+  "$THINTENSOR" template "$TT_SHARED_DIR/tokenizers/qwen3" --messages "$work/deep.json"
+$py -c 'import sys; sys.stdout.write("{\"messages\": [{\"role\": \"user\", \"content\": " + "{\"a\": " * 50000 + "1" + "}" * 50000 + "}]}")' > "$work/deep_obj.json"
+expect_limit "50,000-level object in --messages" "JSON nested deeper than 128 levels" \
+  "$THINTENSOR" template "$TT_SHARED_DIR/tokenizers/qwen3" --messages "$work/deep_obj.json"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -265,7 +265,8 @@ TEST(JinjaEngine, RuntimeErrorsNameLineAndColumn) {
     EXPECT_EQ(error_of("{% for a, b in xs %}{% endfor %}"), "t.jinja:1:1: cannot unpack a non-sequence int into 2 names");
     EXPECT_EQ(error_of("{{ range(1000000)|length }}"), "t.jinja:1:4: range too big, the sandbox allows at most 100000 items");
     EXPECT_EQ(error_of("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}"),
-              "t.jinja:1:20: maximum macro recursion depth exceeded");
+              "t.jinja:1:20: template exceeded the nesting limit: evaluation nested deeper than 256 levels "
+              "(expressions, blocks and macro calls together)");
 }
 
 // ChatTemplate: the constructor names the context, list-form chat_template picks "default",
@@ -312,9 +313,11 @@ TEST(JinjaEngine, StrftimeNow) {
     EXPECT_GE(std::stoi(year), 2024);
 }
 
-// Hostile templates are bounded by the render limits (used by the fuzz target).
+// Hostile templates are bounded by the render limits, which apply by default (more in
+// test_template_limits.cpp).
 TEST(JinjaEngine, RenderLimits) {
     jinja::Template t("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "big");
+    EXPECT_THROW(t.render(jinja::Object{}), Error);
     jinja::RenderLimits limits;
     limits.max_steps = 10000;
     EXPECT_THROW(t.render(jinja::Object{}, limits), Error);
