@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 
 using namespace tt;
@@ -384,6 +385,30 @@ TEST(Unicode, LossyConversionMatchesRust) {
     EXPECT_EQ(tok::utf8_lossy("\xF0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     EXPECT_EQ(tok::utf8_lossy("\xE4\xBD\xA0"), "\xE4\xBD\xA0");
     EXPECT_EQ(tok::utf8_complete_prefix("ab\xE4\xBD"), 2u);
+}
+
+// The codec is utf8proc's now; these pin the edges of well-formedness that the hand-written one
+// had (and `tokenizers` has): second-byte ranges after E0/ED/F0/F4, overlong leads, the tail rule.
+TEST(Unicode, Utf8procCodecKeepsTheWellFormednessEdges) {
+    const char* fffd = "\xEF\xBF\xBD";
+    EXPECT_EQ(tok::utf8_lossy("\xE0\x80\x80"), std::string(fffd) + fffd + fffd);  // overlong: E0 needs A0..BF
+    EXPECT_EQ(tok::utf8_lossy("\xE0\xA0"), fffd);                                // a valid prefix cut short: one
+    EXPECT_EQ(tok::utf8_lossy("\xED\xA0\x80"), std::string(fffd) + fffd + fffd);  // a surrogate
+    EXPECT_EQ(tok::utf8_lossy("\xF4\x90\x80\x80"), std::string(fffd) + fffd + fffd + fffd);  // past U+10FFFF
+    EXPECT_EQ(tok::utf8_lossy("\xC0\xAF"), std::string(fffd) + fffd);            // C0/C1 never start a character
+    EXPECT_EQ(tok::utf8_lossy("\xF0\x9F\x99\x82!"), "\xF0\x9F\x99\x82!");
+    EXPECT_EQ(tok::utf8_char_len("\xF0\x9F\x99\x82", 0), 4u);
+    EXPECT_EQ(tok::utf8_char_len("\xF0\x9F\x99", 0), 0u);
+    EXPECT_EQ(tok::utf8_first_invalid("abc\xED\xBF\xBF"), std::optional<size_t>(3));
+    EXPECT_EQ(tok::utf8_complete_prefix("a\xF0\x9F\x99"), 1u);  // an incomplete emoji waits
+    EXPECT_EQ(tok::utf8_complete_prefix("a\xED\xA0"), 3u);       // a surrogate prefix is invalid, not incomplete
+    std::string s;
+    for (char32_t cp : {U'a', U'\u00E9', U'\u4E2D', U'\U0001F642'}) tok::utf8_append(s, cp);
+    EXPECT_EQ(s, "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x99\x82");
+    size_t i = 0;
+    std::u32string back;
+    while (i < s.size()) back.push_back(tok::utf8_next(s, i));
+    EXPECT_EQ(back, U"a\u00E9\u4E2D\U0001F642");
 }
 
 }  // namespace
