@@ -55,6 +55,13 @@ if [ "$rc" -ne 3 ] || ! grep -q "^FAIL: the reference's logits_f32 hold NaN at p
    || ! grep -q "^max |delta logit| .* FAIL (position 5)" "$tmp/out" || ! grep -q "^FAIL: 12 positions" "$tmp/out"; then
   echo "FAILED: NaN logits were not a FAIL naming position 5 (exit $rc)"; cat "$tmp/out"; failed=$((failed+1))
 else pass=$((pass+1)); fi
+# A NaN bound would compare false with everything and silently mean the default: a usage error.
+set +e
+"$THINTENSOR" -q validate "$tmp/ts.thin" --reference "$ts/reference.safetensors" --device cpu --min-cosine nan >"$tmp/out" 2>&1; rc=$?
+set -e
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || ! grep -q -- "--min-cosine: nan is outside 0..1" "$tmp/out"; then
+  echo "FAILED: --min-cosine nan was not refused naming the flag (exit $rc)"; cat "$tmp/out"; failed=$((failed+1))
+else pass=$((pass+1)); fi
 # bf16 with the greedy check on: qwen3's bf16 run flips a near-tie of its f32 greedy ids (gap
 # 0.0006, within twice the largest logit difference): accepted as --hf-model accepts it, shown.
 check "qwen3 bf16 greedy" "$THINTENSOR" -q validate "$tmp/qwen3.bf16.thin" --reference "$S/fixtures/hf-tiny/qwen3/reference.safetensors" \
