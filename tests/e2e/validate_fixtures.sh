@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #4's parity bar on the CPU backend: every f32 fixture converted with --dtype f32 matches
 # transformers' logits (min cosine >= 0.99999, max |delta| <= 1e-3) and its greedy ids exactly;
-# converted with --dtype bf16 it reaches min cosine >= 0.999 against logits_bf16.
+# converted with --dtype bf16 it reaches min cosine >= 0.999 against logits_bf16, and follows the
+# greedy ids up to a near-tie.
 set -euo pipefail
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 S="$TT_SHARED_DIR"
@@ -17,9 +18,9 @@ for m in llama mistral qwen2 qwen3 phi3 gemma3_text; do
         --min-cosine 0.99999 --max-abs-diff 1e-3
   "$THINTENSOR" -q convert "$src" -o "$tmp/$m.bf16.thin" --dtype bf16
   # note: greedy ids are those of the f32 model; a bf16 model of random weights may pick another
-  # near-tie token, so bf16 is held to the logits bound only.
+  # near-tie token, which passes as a near-tie (within twice the largest logit difference).
   check "$m bf16" "$THINTENSOR" -q validate "$tmp/$m.bf16.thin" --reference "$src/reference.safetensors" --device cpu \
-        --key logits_bf16 --min-cosine 0.999 --no-greedy
+        --key logits_bf16 --min-cosine 0.999
 done
 ts="$S/models/tinystories-656k"
 "$THINTENSOR" -q convert "$ts" -o "$tmp/ts.thin" --dtype f32
@@ -74,7 +75,7 @@ check "stories260K f32" "$THINTENSOR" -q validate "$tmp/s260.thin" --reference "
       --min-cosine 0.99999 --max-abs-diff 1e-3
 "$THINTENSOR" -q convert "$s260" -o "$tmp/s260.bf16.thin" --dtype bf16 --tokenizer "$S/models/stories260K/tok512.bin"
 check "stories260K bf16" "$THINTENSOR" -q validate "$tmp/s260.bf16.thin" --reference "$s260/reference.safetensors" --device cpu \
-      --key logits_bf16 --min-cosine 0.999 --no-greedy
+      --key logits_bf16 --min-cosine 0.999
 # A broken model must fail: scale one norm weight by editing the archive is covered in unit tests;
 # here, the wrong reference (another model's logits) must fail.
 if "$THINTENSOR" -q validate "$tmp/llama.f32.thin" --reference "$S/fixtures/hf-tiny/mistral/reference.safetensors" --device cpu >/dev/null 2>&1; then
