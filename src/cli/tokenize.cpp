@@ -4,6 +4,7 @@
 // how the tests compare against the `tokenizers` reference fixtures.
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
@@ -45,12 +46,7 @@ int run_jsonl(const tt::Tokenizer& tok, const Opts& o) {
     std::string line;
     for (size_t line_no = 1; std::getline(in, line); ++line_no) {
         if (line.empty()) continue;
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& e) {  // also out_of_range for a number like 1e999
-            tt::fail("--jsonl {}:{}: malformed JSON: {}", o.jsonl, line_no, e.what());
-        }
+        const nlohmann::json j = tt::parse_json(line, fmt::format("--jsonl {}:{}", o.jsonl, line_no));
         if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
             tt::fail("--jsonl {}:{}: expected an object with a string \"text\"", o.jsonl, line_no);
         std::vector<int32_t> ids;

@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 
 namespace fs = std::filesystem;
 
@@ -41,7 +42,7 @@ struct Opts {
     std::string hf_model, suite = "quick", hf_device, hf_dtype;
     bool refresh = false;
     double min_cosine = -1, max_abs_diff = -1, max_kl = -1;
-    int greedy_prefix = 8;
+    int greedy_prefix = 0;  // 0: the reference's metadata, else inferred
     bool no_greedy = false, json = false;
     std::string report;
 };
@@ -54,6 +55,25 @@ bool archive_all_f32(const tt::Archive& a) {
 
 int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
+// A bound flag: a finite number in [0, max] (NaN would otherwise compare false with every value
+// and silently mean "the default").
+CLI::Validator bound_in(double max) {
+    return CLI::Validator(
+        [max](std::string& s) -> std::string {
+            double v = 0;
+            size_t used = 0;
+            try {
+                v = std::stod(s, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != s.size()) return fmt::format("'{}' is not a number", s);
+            if (!std::isfinite(v) || v < 0 || v > max) return fmt::format("{} is outside 0..{:g}", s, max);
+            return "";
+        },
+        fmt::format("0..{:g}", max));
+}
+
 // The JSON report goes to stdout with --json and to --report FILE (atomically).
 void emit_json(const Opts& o, const nlohmann::json& j) {
     if (o.json) fmt::print("{}\n", j.dump(2));
@@ -64,6 +84,36 @@ void emit_json(const Opts& o, const nlohmann::json& j) {
 }
 
 // ---- --reference FILE ----
+
+// ThinTensor's greedy continuation of `prefix`, compared step by step with the reference's ids
+// and stopped at the first divergence (from there on the contexts differ). gaps[k]: at step k, our
+// logit of our token minus our logit of the reference's token (0 where they agree).
+struct GreedyRun {
+    int prefix = 0;
+    std::vector<int32_t> ids;
+    std::vector<float> gaps;
+    int nonfinite_step = -1;  // the step whose logits held NaN/Inf (generation stops there), or -1
+};
+
+GreedyRun run_greedy(tt::Backend& backend, std::span<const int32_t> input_ids, int prefix, std::span<const int32_t> ref) {
+    GreedyRun g;
+    g.prefix = prefix;
+    backend.rewind(0);
+    std::vector<int32_t> feed(input_ids.begin(), input_ids.begin() + prefix);
+    while (g.ids.size() < ref.size()) {
+        const auto l = backend.forward(feed, false);
+        if (tt::first_nonfinite(l.data(), int(l.size())) >= 0) {
+            g.nonfinite_step = int(g.ids.size());
+            break;
+        }
+        const int32_t next = argmax(l), want = ref[g.ids.size()];
+        g.ids.push_back(next);
+        g.gaps.push_back(l[size_t(next)] - l[size_t(want)]);
+        if (next != want) break;
+        feed.assign(1, next);
+    }
+    return g;
+}
 
 int run_reference_file(const Opts& o) {
     using namespace tt;
@@ -76,7 +126,38 @@ int run_reference_file(const Opts& o) {
     const double max_diff = o.max_abs_diff >= 0 ? o.max_abs_diff : strict ? 1e-3 : INFINITY;
 
     const int n = int(ref.input_ids.size());
-    m.create_backend(o.model, std::max(n, o.greedy_prefix + int(ref.greedy_ids.size())));
+    const bool check_greedy = !o.no_greedy && !ref.greedy_ids.empty();
+    // Which prefix the greedy ids continue: --greedy-prefix, else the file's metadata, else the
+    // prefixes the reference's own logits allow (tried in turn below).
+    std::vector<int> prefixes;
+    std::string prefix_source;
+    if (check_greedy) {
+        if (o.greedy_prefix != 0) {
+            if (o.greedy_prefix < 1 || o.greedy_prefix > n) fail("--greedy-prefix {}: must be in 1..{} (the reference's input_ids)", o.greedy_prefix, n);
+            prefixes = {o.greedy_prefix};
+            prefix_source = "--greedy-prefix";
+        } else if (ref.greedy_prefix > 0) {
+            prefixes = {ref.greedy_prefix};
+            prefix_source = "the reference's metadata";
+        } else {
+            // Tried in this order, the first that follows greedy_ids all the way is taken (a tiny
+            // model's greedy run can converge from several prefixes): 8, the ../shared fixtures'
+            // convention; the whole prompt (TinyStories-656K's); then the rest, shortest first.
+            prefixes = ref.greedy_prefix_candidates;
+            std::stable_partition(prefixes.begin(), prefixes.end(), [&](int p) { return p == n; });
+            std::stable_partition(prefixes.begin(), prefixes.end(), [&](int p) { return p == 8; });
+            if (prefixes.empty())
+                fail("{}: greedy_ids[0] ({}) is the reference's top token at no position of input_ids, so the prefix they "
+                     "continue is unknown: give --greedy-prefix N (or --no-greedy)",
+                     o.reference, ref.greedy_ids[0]);
+            prefix_source = prefixes.size() == 1 ? "inferred: the one prompt position whose reference logits pick greedy_ids[0]"
+                                                 : fmt::format("inferred: the best of {} prefixes whose reference logits pick greedy_ids[0]",
+                                                               prefixes.size());
+        }
+    }
+    int need = n;
+    for (int p : prefixes) need = std::max(need, p + int(ref.greedy_ids.size()));
+    m.create_backend(o.model, need);
     auto& backend = *m.backend;
     log::info("validating {} on {} ({} profile) against {} ({})", o.model.model, backend.describe(), o.model.profile,
               o.reference, o.key);
@@ -86,26 +167,57 @@ int run_reference_file(const Opts& o) {
     const auto logits_span = backend.forward(ref.input_ids, true);
     const std::vector<float> logits(logits_span.begin(), logits_span.end());
     const LogitComparison c = compare_logits(ref.logits.data(), logits.data(), n, ref.vocab);
+    std::vector<std::string> failures;
+    if (!c.finite()) failures.push_back(describe_nonfinite(c, "ThinTensor's logits", "the reference's " + o.key));
+    const bool cos_ok = c.finite() && c.min_cosine >= min_cos, diff_ok = c.finite() && c.max_abs_diff <= max_diff;
+    if (c.finite() && !cos_ok)
+        failures.push_back(fmt::format("position {}: cosine {:.8f} < {:g}", c.min_cosine_pos, c.min_cosine, min_cos));
+    if (c.finite() && !diff_ok)
+        failures.push_back(fmt::format("position {}: max |delta logit| {:.3e} > {:g}", c.max_abs_diff_pos, c.max_abs_diff, max_diff));
 
-    // Greedy continuation from the first greedy_prefix prompt tokens, with the KV cache.
-    std::vector<int32_t> greedy;
-    int greedy_match = -1;
-    const bool check_greedy = !o.no_greedy && !ref.greedy_ids.empty();
+    // Greedy continuation with the KV cache, from each candidate prefix until one follows the
+    // reference all the way; the one that follows it longest is judged. A divergence passes only
+    // at a near-tie, as with --hf-model: where the reference's top-2 gap (greedy_margins, when the
+    // file has them; else our own gap between the two tokens, which the reference's logit error
+    // must have bridged) is within twice the largest logit difference seen on the prompt.
+    GreedyRun best;
+    GreedyCheck greedy;
+    double tol = 0;
     if (check_greedy) {
-        if (o.greedy_prefix <= 0 || o.greedy_prefix > n) fail("--greedy-prefix must be in 1..{}", n);
-        backend.rewind(0);
-        std::vector<int32_t> feed(ref.input_ids.begin(), ref.input_ids.begin() + o.greedy_prefix);
-        while (greedy.size() < ref.greedy_ids.size()) {
-            const int32_t next = argmax(backend.forward(feed, false));
-            greedy.push_back(next);
-            feed.assign(1, next);
+        for (int p : prefixes) {
+            GreedyRun g = run_greedy(backend, ref.input_ids, p, ref.greedy_ids);
+            const auto matched = [&](const GreedyRun& r) {
+                size_t k = 0;
+                while (k < r.ids.size() && r.ids[k] == ref.greedy_ids[k]) ++k;
+                return k;
+            };
+            if (best.prefix == 0 || matched(g) > matched(best)) best = std::move(g);
+            if (matched(best) == ref.greedy_ids.size()) break;
         }
-        greedy_match = 0;
-        while (greedy_match < int(greedy.size()) && greedy[size_t(greedy_match)] == ref.greedy_ids[size_t(greedy_match)]) ++greedy_match;
+        const std::vector<float> margins = !ref.greedy_margins.empty() ? ref.greedy_margins : [&] {
+            std::vector<float> v(ref.greedy_ids.size(), 0.0f);
+            std::copy(best.gaps.begin(), best.gaps.end(), v.begin());
+            return v;
+        }();
+        tol = std::max(2.0 * c.max_abs_diff, 1e-6);
+        greedy = tt::check_greedy(best.ids, ref.greedy_ids, margins, tol);
+        if (best.nonfinite_step >= 0) {
+            greedy.pass = false;
+            failures.push_back(fmt::format("greedy step {} (position {}): ThinTensor's logits hold NaN/Inf", best.nonfinite_step,
+                                           best.prefix + best.nonfinite_step));
+        } else if (!greedy.pass) {
+            failures.push_back(fmt::format(
+                "greedy token {} (position {}, continuing input_ids[:{}]) is {}, the reference's is {} ({}: gap {:.4g}, "
+                "tolerance {:.4g}){}",
+                greedy.matched, best.prefix + greedy.matched, best.prefix, best.ids[size_t(greedy.matched)],
+                ref.greedy_ids[size_t(greedy.matched)], ref.greedy_margins.empty() ? "ThinTensor's own top-2" : "the reference's top-2",
+                greedy.gap, tol,
+                prefixes.size() > 1 ? fmt::format("; no prefix of those tried ({}) follows greedy_ids", fmt::join(prefixes, ", ")) : ""));
+        }
     }
-    const bool cos_ok = c.min_cosine >= min_cos, diff_ok = c.max_abs_diff <= max_diff;
-    const bool greedy_ok = !check_greedy || greedy_match == int(ref.greedy_ids.size());
-    const bool pass = cos_ok && diff_ok && greedy_ok;
+    const bool greedy_ok = !check_greedy || greedy.pass;
+    const bool pass = failures.empty();
+    TT_ASSERT(pass == (cos_ok && diff_ok && greedy_ok));
 
     if (o.json || !o.report.empty()) {
         nlohmann::json j = {{"model", o.model.model},
@@ -122,12 +234,20 @@ int run_reference_file(const Opts& o) {
                             {"top5_agreement", c.top5_agreement},
                             {"mean_kl", c.mean_kl},
                             {"max_kl", c.max_kl},
+                            {"nonfinite_position", c.finite() ? nlohmann::json() : nlohmann::json(c.nonfinite_pos)},
                             {"thresholds", {{"min_cosine", min_cos}, {"max_abs_diff", std::isinf(max_diff) ? nlohmann::json() : nlohmann::json(max_diff)}}},
+                            {"failures", failures},
                             {"pass", pass}};
         if (check_greedy) {
-            j["greedy_ids"] = greedy;
-            j["greedy_match"] = greedy_match;
+            j["greedy_ids"] = best.ids;
+            j["greedy_match"] = greedy.matched;
             j["greedy_expected"] = ref.greedy_ids.size();
+            j["greedy_prefix"] = best.prefix;
+            j["greedy_prefix_source"] = prefix_source;
+            j["greedy_near_tie"] = greedy.near_tie;
+            j["greedy_gap"] = greedy.near_tie || !greedy.pass ? nlohmann::json(greedy.gap) : nlohmann::json();
+            j["greedy_tie_tolerance"] = tol;
+            j["greedy_pass"] = greedy.pass;
         }
         emit_json(o, j);
     }
@@ -142,7 +262,11 @@ int run_reference_file(const Opts& o) {
         fmt::print("{:<22} {:>14.3e}\n", "mean KL (nats)", c.mean_kl);
         fmt::print("{:<22} {:>14.3e}  (position {})\n", "max KL (nats)", c.max_kl, c.max_kl_pos);
         if (check_greedy)
-            fmt::print("{:<22} {:>9}/{:<4}  {}\n", "greedy ids equal", greedy_match, ref.greedy_ids.size(), mark(greedy_ok));
+            fmt::print("{:<22} {:>9}/{:<4}  {}{} (after input_ids[:{}], {})\n", "greedy ids equal", greedy.matched,
+                       ref.greedy_ids.size(), mark(greedy_ok),
+                       greedy.near_tie ? fmt::format(" near-tie, gap {:.2g} <= {:.2g}", greedy.gap, tol) : "", best.prefix,
+                       prefix_source);
+        for (const auto& f : failures) fmt::print("FAIL: {}\n", f);
         fmt::print("{}: {} positions, {}, profile {}\n", pass ? "PASS" : "FAIL", n, backend.describe(), o.model.profile);
     }
     return pass ? 0 : 3;
@@ -278,6 +402,10 @@ int run_hf(const Opts& o) {
         r.c.min_cosine_pos += r.offset;
         r.c.max_abs_diff_pos += r.offset;
         r.c.max_kl_pos += r.offset;
+        if (!r.c.finite()) {
+            r.c.nonfinite_pos += r.offset;
+            r.failures.push_back(fmt::format("prompt '{}': {}", r.name, describe_nonfinite(r.c, "ThinTensor's logits", "transformers' logits")));
+        }
 
         if (!ref.baseline_f32.empty()) {
             r.has_baseline = true;
@@ -298,15 +426,25 @@ int run_hf(const Opts& o) {
             r.checked_greedy = true;
             int32_t next = argmax(std::span<const float>(logits).last(size_t(ref.vocab)));
             r.greedy_ids.push_back(next);
+            int nonfinite_step = -1;
             while (r.greedy_ids.size() < ref.greedy_ids.size()) {
-                next = argmax(backend.forward(std::span<const int32_t>(&next, 1), false));
+                const auto l = backend.forward(std::span<const int32_t>(&next, 1), false);
+                if (first_nonfinite(l.data(), int(l.size())) >= 0) {
+                    nonfinite_step = int(r.greedy_ids.size());
+                    break;
+                }
+                next = argmax(l);
                 r.greedy_ids.push_back(next);
             }
             // A flip is expected where the reference's top-2 gap is within twice the largest logit
             // difference seen on this prompt.
             const double tol = std::max(2.0 * r.c.max_abs_diff, 1e-6);
             r.greedy = check_greedy(r.greedy_ids, ref.greedy_ids, ref.greedy_margins, tol);
-            if (!r.greedy.pass)
+            if (nonfinite_step >= 0) {
+                r.greedy.pass = false;
+                r.failures.push_back(fmt::format("prompt '{}' position {}: ThinTensor's logits hold NaN/Inf at greedy step {}", r.name,
+                                                 r.tokens + nonfinite_step, nonfinite_step));
+            } else if (!r.greedy.pass)
                 r.failures.push_back(fmt::format(
                     "prompt '{}' position {}: greedy token {} differs from transformers' {} (its top-2 gap {:.4g} is no near-tie, "
                     "tolerance {:.4g})",
@@ -324,13 +462,14 @@ int run_hf(const Opts& o) {
     std::string worst_cos_prompt, worst_kl_prompt;
     bool pass = true;
     for (const auto& r : results) {
-        if (r.c.min_cosine < all.min_cosine || worst_cos_prompt.empty()) {
+        // NaN (non-finite logits) is the worst of all and stays once seen.
+        if (worst_cos_prompt.empty() || (!std::isnan(all.min_cosine) && !(r.c.min_cosine >= all.min_cosine))) {
             all.min_cosine = r.c.min_cosine;
             all.min_cosine_pos = r.c.min_cosine_pos;
             worst_cos_prompt = r.name;
         }
-        all.max_abs_diff = std::max(all.max_abs_diff, r.c.max_abs_diff);
-        if (r.c.max_kl >= all.max_kl) {
+        if (!std::isnan(all.max_abs_diff) && !(r.c.max_abs_diff <= all.max_abs_diff)) all.max_abs_diff = r.c.max_abs_diff;
+        if (worst_kl_prompt.empty() || (!std::isnan(all.max_kl) && !(r.c.max_kl <= all.max_kl))) {
             all.max_kl = r.c.max_kl;
             worst_kl_prompt = r.name;
         }
@@ -466,10 +605,15 @@ static tt::cli::Registration reg(
         sub.add_flag("--refresh-reference", o->refresh, "With --hf-model: run transformers again even when a cached reference exists");
         sub.add_option("--reference", o->reference, "Reference safetensors: input_ids, logits, greedy_ids (../shared's format)");
         sub.add_option("--key", o->key, "With --reference: the logits tensor")->capture_default_str();
-        sub.add_option("--min-cosine", o->min_cosine, "Fail below this minimum cosine (default: per profile and dtype, see docs/VALIDATION.md)");
-        sub.add_option("--max-abs-diff", o->max_abs_diff, "Fail above this max |delta logit| (default: 1e-3 for f32 with --reference, else unchecked)");
-        sub.add_option("--max-kl", o->max_kl, "With --hf-model: fail above this mean KL per prompt (default: per profile and dtype)");
-        sub.add_option("--greedy-prefix", o->greedy_prefix, "With --reference: greedy generation starts from input_ids[:N]")->capture_default_str();
+        sub.add_option("--min-cosine", o->min_cosine, "Fail below this minimum cosine (default: per profile and dtype, see docs/VALIDATION.md)")
+            ->check(bound_in(1));
+        sub.add_option("--max-abs-diff", o->max_abs_diff, "Fail above this max |delta logit| (default: 1e-3 for f32 with --reference, else unchecked)")
+            ->check(bound_in(1e30));
+        sub.add_option("--max-kl", o->max_kl, "With --hf-model: fail above this mean KL per prompt (default: per profile and dtype)")
+            ->check(bound_in(1e30));
+        sub.add_option("--greedy-prefix", o->greedy_prefix,
+                       "With --reference: greedy_ids continue input_ids[:N] (default: the file's greedy_prefix metadata, else "
+                       "inferred from its logits)");
         sub.add_flag("--no-greedy", o->no_greedy, "Skip the greedy continuation check");
         sub.add_flag("--json", o->json, "Print the report as JSON");
         sub.add_option("--report", o->report, "Also write the JSON report to this file");

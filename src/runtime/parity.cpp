@@ -37,7 +37,8 @@ GreedyCheck check_greedy(std::span<const int32_t> ours, std::span<const int32_t>
         return g;
     }
     g.gap = ref_margins[size_t(g.matched)];
-    g.near_tie = g.gap <= tie_tolerance;
+    // A NaN gap or tolerance is no near-tie (NaN <= x is false anyway; said here so it stays so).
+    g.near_tie = std::isfinite(g.gap) && std::isfinite(tie_tolerance) && g.gap <= tie_tolerance;
     g.pass = g.near_tie;
     return g;
 }

@@ -1,8 +1,11 @@
 #include "runtime/reference.h"
 
 #include "core/error.h"
+#include "core/json.h"
 
+#include <algorithm>
 #include <cstring>
+#include <fstream>
 
 namespace tt {
 
@@ -24,6 +27,45 @@ std::vector<int32_t> read_ids(const SafetensorsFile& f, const std::string& name)
     return out;
 }
 
+namespace {
+
+// The header's "__metadata__" object (safetensors keeps string -> string annotations there), or
+// null. SafetensorsFile has already validated the header's size and JSON by the time this runs.
+nlohmann::json read_metadata(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(size_t(n), '\0');
+    in.read(header.data(), std::streamsize(n));
+    if (!in) fail("{}: cannot read the safetensors header", path);
+    const nlohmann::json h = parse_json(header, path);
+    return h.contains("__metadata__") && h["__metadata__"].is_object() ? h["__metadata__"] : nlohmann::json();
+}
+
+// A metadata value that must be a positive integer (safetensors stores metadata as strings).
+int metadata_int(const nlohmann::json& meta, const char* key, const std::string& path) {
+    if (meta.is_null() || !meta.contains(key)) return 0;
+    const auto& v = meta[key];
+    long long x = 0;
+    size_t used = 0;
+    bool ok = false;
+    if (v.is_number_integer()) {
+        x = v.get<long long>();
+        ok = true;
+    } else if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        try {
+            x = std::stoll(s, &used);
+            ok = used == s.size();
+        } catch (const std::exception&) {
+        }
+    }
+    if (!ok || x < 1 || x > INT32_MAX) fail("{}: __metadata__ \"{}\" must be a positive integer, is {}", path, key, v.dump());
+    return int(x);
+}
+
+}  // namespace
+
 ReferenceCase load_reference(const std::string& path, const std::string& key) {
     const SafetensorsFile f(path);
     ReferenceCase r;
@@ -37,6 +79,30 @@ ReferenceCase load_reference(const std::string& path, const std::string& key) {
     r.logits.resize(size_t(l->numel()));
     std::memcpy(r.logits.data(), l->data, l->nbytes);
     if (f.find("greedy_ids")) r.greedy_ids = read_ids(f, "greedy_ids");
+    for (const int32_t id : r.greedy_ids)
+        if (id >= r.vocab) fail("{}: 'greedy_ids' holds token {}, outside the vocabulary ({})", path, id, r.vocab);
+    if (const TensorView* m = f.find("greedy_margins")) {
+        if (m->dtype != DType::f32 || m->shape.size() != 1 || m->shape[0] != int64_t(r.greedy_ids.size()))
+            fail("{}: 'greedy_margins' must be float32 [{}], is {} {}", path, r.greedy_ids.size(), dtype_name(m->dtype),
+                 shape_str(m->shape));
+        r.greedy_margins.resize(r.greedy_ids.size());
+        std::memcpy(r.greedy_margins.data(), m->data, m->nbytes);
+    }
+    const int n = int(r.input_ids.size());
+    r.greedy_prefix = metadata_int(read_metadata(path), "greedy_prefix", path);
+    if (r.greedy_prefix > n)
+        fail("{}: __metadata__ \"greedy_prefix\" {} is longer than input_ids ({})", path, r.greedy_prefix, n);
+    if (!r.greedy_ids.empty()) {
+        const TensorView* f32 = f.find("logits_f32");
+        const bool use_f32 = f32 && f32->dtype == DType::f32 && f32->shape == l->shape;
+        const float* rows = use_f32 ? reinterpret_cast<const float*>(f32->data) : r.logits.data();
+        std::vector<float> row(size_t(r.vocab));
+        for (int p = 0; p < n; ++p) {
+            std::memcpy(row.data(), rows + size_t(p) * size_t(r.vocab), row.size() * 4);  // the mapping may be unaligned
+            if (std::max_element(row.begin(), row.end()) - row.begin() == r.greedy_ids[0])
+                r.greedy_prefix_candidates.push_back(p + 1);
+        }
+    }
     return r;
 }
 

@@ -1,5 +1,8 @@
 // Reference-logits files (safetensors). A single case, as ../shared writes them: input_ids int64
-// [T], logits_f32 / logits_bf16 float32 [T, V], greedy_ids int64 [G] (optional). A set of cases,
+// [T], logits_f32 / logits_bf16 float32 [T, V], greedy_ids int64 [G] (optional), greedy_margins
+// float32 [G] (optional, the reference's top-1 minus top-2 logit at each greedy step), and in the
+// header's __metadata__ an optional "greedy_prefix": "N" (greedy_ids continue input_ids[:N]; the
+// hf-tiny fixtures continue input_ids[:8], TinyStories-656K's the whole prompt). A set of cases,
 // as `validate --hf-model`'s helper writes them: the same names prefixed "p0.", "p1.", ..., where
 // the logits may cover only the last L <= T positions and greedy_margins float32 [G] holds the
 // reference's top-1 minus top-2 logit at each greedy step.
@@ -17,6 +20,12 @@ struct ReferenceCase {
     std::vector<float> logits;  // [input_ids.size(), vocab]
     int vocab = 0;
     std::vector<int32_t> greedy_ids;  // empty when the file has none
+    std::vector<float> greedy_margins;  // [greedy_ids.size()] when the file has them, else empty
+    int greedy_prefix = 0;              // from the metadata; 0 when the file does not say
+    // Where the file does not say: every N in 1..T whose reference logits at position N-1 pick
+    // greedy_ids[0] (logits_f32 when the file has them: greedy_ids are the float32 model's), in
+    // increasing order. Only these prefixes are consistent with the reference's own logits.
+    std::vector<int> greedy_prefix_candidates;
 };
 
 struct ReferencePrompt {

@@ -6,6 +6,7 @@
 //           (TemplateProcessing BOS/EOS), adjusted by tokenizer_config's add_bos/eos_token.
 //   decode: ids -> token strings (special ones dropped if asked) -> decoder chain -> text.
 #include "core/error.h"
+#include "core/json.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/tokenizer.h"
@@ -276,12 +277,14 @@ private:
     }
 
     // The post-processor, reduced to the ids placed before and after the sequence (single input).
-    void load_post_processor(const json& pp, const std::string& ctx) {
+    void load_post_processor(const json& pp, const std::string& ctx, int depth = 0) {
         if (pp.is_null()) return;
+        if (depth > tok::k_max_pipeline_depth)
+            fail("{}: post-processor Sequences nested deeper than {} levels", ctx, tok::k_max_pipeline_depth);
         std::string type = pp.is_object() && pp.contains("type") && pp["type"].is_string() ? pp["type"].get<std::string>() : "";
         if (type == "ByteLevel") return;  // only adjusts offsets
         if (type == "Sequence") {
-            for (const json& p : pp.value("processors", json::array())) load_post_processor(p, ctx);
+            for (const json& p : pp.value("processors", json::array())) load_post_processor(p, ctx, depth + 1);
             return;
         }
         if (type == "RobertaProcessing" || type == "BertProcessing") {
@@ -362,21 +365,15 @@ private:
     int32_t vocab_size_ = 0;
 };
 
-json parse_json(std::string_view text, const std::string& ctx) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-        fail("{}: malformed JSON: {}", ctx, e.what());
-    }
-}
-
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_hf(std::string_view tokenizer_json, std::string_view tokenizer_config_json,
                                               const std::string& context) {
-    json tj = parse_json(tokenizer_json, context);
+    // Depth-bounded (core/json.h): a normalizer nested 50,000 levels deep must not overflow the
+    // stack of the pipeline builder that walks it.
+    json tj = tt::parse_json(tokenizer_json, context);
     json cfg;
-    if (!tokenizer_config_json.empty()) cfg = parse_json(tokenizer_config_json, context + " (tokenizer_config.json)");
+    if (!tokenizer_config_json.empty()) cfg = tt::parse_json(tokenizer_config_json, context + " (tokenizer_config.json)");
     try {
         return std::make_unique<HfTokenizer>(tj, cfg, context);
     } catch (const json::exception& e) {

@@ -10,6 +10,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,6 +39,14 @@ std::string get_str(const json& j, const char* key, const std::string& ctx, cons
 bool get_bool(const json& j, const char* key, bool dflt) {
     if (!j.contains(key) || j[key].is_null()) return dflt;
     return j[key].is_boolean() ? j[key].get<bool>() : dflt;
+}
+
+// The normalized-length bound (pipeline.h): `bytes` is what a stage is about to produce.
+void check_normalized_size(size_t bytes, size_t max_bytes, const std::string& ctx, const char* stage) {
+    if (bytes > max_bytes)
+        fail("{}: the {} would make the text longer than {} bytes ({} x its input + {}): the tokenizer's stages grow "
+             "the text without limit (e.g. a Sequence of Replace stages that each double a character)",
+             ctx, stage, max_bytes, k_normalized_growth, k_normalized_slack);
 }
 
 // A `{"String": s}` or `{"Regex": r}` pattern: literal search or PCRE2.
@@ -69,9 +78,18 @@ struct Pattern {
             out.emplace_back(p, p + literal.size());
     }
 
-    std::string replace_all(std::string_view s, std::string_view content) const {
+    // Fails (check_normalized_size) before building a result longer than max_bytes.
+    std::string replace_all(std::string_view s, std::string_view content, size_t max_bytes = SIZE_MAX,
+                            const std::string& ctx = "", const char* stage = "Replace normalizer") const {
         std::vector<std::pair<size_t, size_t>> matches;
         find_all(s, matches);
+        if (max_bytes != SIZE_MAX) {  // the result's length, known before it is built
+            size_t kept = s.size();
+            for (auto [b, e] : matches) kept -= e - b;
+            const size_t n = matches.size();
+            check_normalized_size(n > 0 && content.size() > (SIZE_MAX - kept) / n ? SIZE_MAX : kept + n * content.size(),
+                                  max_bytes, ctx, stage);
+        }
         std::string out;
         size_t prev = 0;
         for (auto [b, e] : matches) {
@@ -147,8 +165,9 @@ private:
 
 class UnicodeNormalizer final : public Normalizer {
 public:
-    UnicodeNormalizer(int options, const NormTable& table) : options_(options), table_(table) {}
-    void normalize(std::string& s) const override {
+    UnicodeNormalizer(int options, const NormTable& table, std::string form, std::string ctx)
+        : options_(options), table_(table), form_(std::move(form) + " normalizer"), ctx_(std::move(ctx)) {}
+    void normalize(std::string& s, size_t max_bytes) const override {
         // All four forms leave pure ASCII unchanged; most text takes this shortcut.
         size_t i = 0;
         while (i < s.size() && static_cast<uint8_t>(s[i]) < 0x80) ++i;
@@ -177,9 +196,11 @@ public:
             }
             out.append(s, copied, seg - copied);
             append_normalized(std::string_view(s).substr(seg, stretch_end - seg), out);
+            check_normalized_size(out.size(), max_bytes, ctx_, form_.c_str());
             seg = copied = stretch_end;
         }
         out.append(s, copied, s.size() - copied);
+        check_normalized_size(out.size(), max_bytes, ctx_, form_.c_str());
         s = std::move(out);
     }
 
@@ -196,42 +217,48 @@ private:
 
     int options_;
     const NormTable& table_;
+    std::string form_, ctx_;
 };
 
 // One table per form, built on first use (a few hundred thousand utf8proc lookups, ~20 ms).
-std::unique_ptr<Normalizer> make_unicode_normalizer(const std::string& form) {
+std::unique_ptr<Normalizer> make_unicode_normalizer(const std::string& form, const std::string& ctx) {
     constexpr int nfc = UTF8PROC_STABLE | UTF8PROC_COMPOSE, nfd = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
     if (form == "NFC") {
         static const NormTable t(nfc, false);
-        return std::make_unique<UnicodeNormalizer>(nfc, t);
+        return std::make_unique<UnicodeNormalizer>(nfc, t, form, ctx);
     }
     if (form == "NFD") {
         static const NormTable t(nfd, false);
-        return std::make_unique<UnicodeNormalizer>(nfd, t);
+        return std::make_unique<UnicodeNormalizer>(nfd, t, form, ctx);
     }
     if (form == "NFKC") {
         static const NormTable t(nfc | UTF8PROC_COMPAT, true);
-        return std::make_unique<UnicodeNormalizer>(nfc | UTF8PROC_COMPAT, t);
+        return std::make_unique<UnicodeNormalizer>(nfc | UTF8PROC_COMPAT, t, form, ctx);
     }
     static const NormTable t(nfd | UTF8PROC_COMPAT, true);
-    return std::make_unique<UnicodeNormalizer>(nfd | UTF8PROC_COMPAT, t);
+    return std::make_unique<UnicodeNormalizer>(nfd | UTF8PROC_COMPAT, t, form, ctx);
 }
 
 class LowercaseNormalizer final : public Normalizer {
 public:
-    void normalize(std::string& s) const override {
+    explicit LowercaseNormalizer(std::string ctx) : ctx_(std::move(ctx)) {}
+    void normalize(std::string& s, size_t max_bytes) const override {
         std::string out;
         out.reserve(s.size());
         for (size_t i = 0; i < s.size();)
             utf8_append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(utf8_next(s, i)))));
+        check_normalized_size(out.size(), max_bytes, ctx_, "Lowercase normalizer");  // at most 1.5x (U+023A -> U+2C65)
         s = std::move(out);
     }
+
+private:
+    std::string ctx_;
 };
 
 class StripNormalizer final : public Normalizer {
 public:
     StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
-    void normalize(std::string& s) const override {
+    void normalize(std::string& s, size_t) const override {  // never grows the text
         size_t b = 0, e = s.size();
         if (left_) {
             while (b < e) {
@@ -259,31 +286,37 @@ private:
 class ReplaceNormalizer final : public Normalizer {
 public:
     ReplaceNormalizer(const json& j, const std::string& ctx)
-        : pattern_(j.value("pattern", json()), ctx, "Replace normalizer"), content_(get_str(j, "content", ctx, "Replace normalizer")) {}
-    void normalize(std::string& s) const override { s = pattern_.replace_all(s, content_); }
+        : pattern_(j.value("pattern", json()), ctx, "Replace normalizer"),
+          content_(get_str(j, "content", ctx, "Replace normalizer")),
+          ctx_(ctx) {}
+    void normalize(std::string& s, size_t max_bytes) const override {
+        s = pattern_.replace_all(s, content_, max_bytes, ctx_, "Replace normalizer");
+    }
 
 private:
     Pattern pattern_;
-    std::string content_;
+    std::string content_, ctx_;
 };
 
 class PrependNormalizer final : public Normalizer {
 public:
-    explicit PrependNormalizer(std::string p) : prepend_(std::move(p)) {}
+    PrependNormalizer(std::string p, std::string ctx) : prepend_(std::move(p)), ctx_(std::move(ctx)) {}
     // `tokenizers` prepends only to non-empty text.
-    void normalize(std::string& s) const override {
-        if (!s.empty()) s.insert(0, prepend_);
+    void normalize(std::string& s, size_t max_bytes) const override {
+        if (s.empty()) return;
+        check_normalized_size(s.size() + std::min(prepend_.size(), SIZE_MAX - s.size()), max_bytes, ctx_, "Prepend normalizer");
+        s.insert(0, prepend_);
     }
 
 private:
-    std::string prepend_;
+    std::string prepend_, ctx_;
 };
 
 class SequenceNormalizer final : public Normalizer {
 public:
     explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> v) : stages_(std::move(v)) {}
-    void normalize(std::string& s) const override {
-        for (const auto& n : stages_) n->normalize(s);
+    void normalize(std::string& s, size_t max_bytes) const override {
+        for (const auto& n : stages_) n->normalize(s, max_bytes);
     }
 
 private:
@@ -715,13 +748,25 @@ private:
 
 class SequenceDecoder final : public Decoder {
 public:
-    explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> v) : stages_(std::move(v)) {}
+    SequenceDecoder(std::vector<std::unique_ptr<Decoder>> v, std::string ctx) : stages_(std::move(v)), ctx_(std::move(ctx)) {}
+    // The normalizers' length bound, checked after each stage: Replace decoders that each double
+    // a character would otherwise grow the text exponentially too.
     void decode(std::vector<std::string>& tokens) const override {
-        for (const auto& d : stages_) d->decode(tokens);
+        auto total = [&] {
+            size_t n = 0;
+            for (const auto& t : tokens) n += t.size();
+            return n;
+        };
+        const size_t max_bytes = normalized_size_limit(total());
+        for (const auto& d : stages_) {
+            d->decode(tokens);
+            check_normalized_size(total(), max_bytes, ctx_, "Sequence decoder");
+        }
     }
 
 private:
     std::vector<std::unique_ptr<Decoder>> stages_;
+    std::string ctx_;
 };
 
 const json& list_field(const json& j, const char* key, const std::string& ctx, const std::string& what) {
@@ -729,27 +774,31 @@ const json& list_field(const json& j, const char* key, const std::string& ctx, c
     return j[key];
 }
 
-}  // namespace
+void check_depth(int depth, const std::string& ctx, const char* what) {
+    if (depth > k_max_pipeline_depth) fail("{}: {} Sequences nested deeper than {} levels", ctx, what, k_max_pipeline_depth);
+}
 
-std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& ctx) {
+std::unique_ptr<Normalizer> build_normalizer(const json& j, const std::string& ctx, int depth) {
     if (j.is_null()) return nullptr;
+    check_depth(depth, ctx, "normalizer");
     std::string type = type_of(j, "normalizer", ctx);
-    if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") return make_unicode_normalizer(type);
-    if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
+    if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") return make_unicode_normalizer(type, ctx);
+    if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>(ctx);
     if (type == "Strip") return std::make_unique<StripNormalizer>(get_bool(j, "strip_left", true), get_bool(j, "strip_right", true));
     if (type == "Replace") return std::make_unique<ReplaceNormalizer>(j, ctx);
-    if (type == "Prepend") return std::make_unique<PrependNormalizer>(get_str(j, "prepend", ctx, "Prepend normalizer"));
+    if (type == "Prepend") return std::make_unique<PrependNormalizer>(get_str(j, "prepend", ctx, "Prepend normalizer"), ctx);
     if (type == "Sequence") {
         std::vector<std::unique_ptr<Normalizer>> v;
         for (const auto& n : list_field(j, "normalizers", ctx, "Sequence normalizer"))
-            if (auto p = make_normalizer(n, ctx)) v.push_back(std::move(p));
+            if (auto p = build_normalizer(n, ctx, depth + 1)) v.push_back(std::move(p));
         return std::make_unique<SequenceNormalizer>(std::move(v));
     }
     fail("{}: unknown normalizer type '{}' (supported: {})", ctx, type, k_supported_normalizers);
 }
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& ctx) {
+std::unique_ptr<PreTokenizer> build_pre_tokenizer(const json& j, const std::string& ctx, int depth) {
     if (j.is_null()) return nullptr;
+    check_depth(depth, ctx, "pre-tokenizer");
     std::string type = type_of(j, "pre_tokenizer", ctx);
     if (type == "Split") return std::make_unique<SplitPreTokenizer>(j, ctx);
     if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(j, ctx);
@@ -766,14 +815,15 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     if (type == "Sequence") {
         std::vector<std::unique_ptr<PreTokenizer>> v;
         for (const auto& p : list_field(j, "pretokenizers", ctx, "Sequence pre-tokenizer"))
-            if (auto q = make_pre_tokenizer(p, ctx)) v.push_back(std::move(q));
+            if (auto q = build_pre_tokenizer(p, ctx, depth + 1)) v.push_back(std::move(q));
         return std::make_unique<SequencePreTokenizer>(std::move(v));
     }
     fail("{}: unknown pre-tokenizer type '{}' (supported: {})", ctx, type, k_supported_pre_tokenizers);
 }
 
-std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& ctx) {
+std::unique_ptr<Decoder> build_decoder(const json& j, const std::string& ctx, int depth) {
     if (j.is_null()) return nullptr;
+    check_depth(depth, ctx, "decoder");
     std::string type = type_of(j, "decoder", ctx);
     if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
     if (type == "Replace") return std::make_unique<ReplaceDecoder>(j, ctx);
@@ -785,10 +835,16 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& ctx) {
     if (type == "Sequence") {
         std::vector<std::unique_ptr<Decoder>> v;
         for (const auto& d : list_field(j, "decoders", ctx, "Sequence decoder"))
-            if (auto q = make_decoder(d, ctx)) v.push_back(std::move(q));
-        return std::make_unique<SequenceDecoder>(std::move(v));
+            if (auto q = build_decoder(d, ctx, depth + 1)) v.push_back(std::move(q));
+        return std::make_unique<SequenceDecoder>(std::move(v), ctx);
     }
     fail("{}: unknown decoder type '{}' (supported: {})", ctx, type, k_supported_decoders);
 }
+
+}  // namespace
+
+std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& ctx) { return build_normalizer(j, ctx, 0); }
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& ctx) { return build_pre_tokenizer(j, ctx, 0); }
+std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& ctx) { return build_decoder(j, ctx, 0); }
 
 }  // namespace tt::tok

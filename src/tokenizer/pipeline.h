@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,10 +15,21 @@
 
 namespace tt::tok {
 
+// The most bytes normalization may make of n bytes of text. Far above what real normalizers do
+// (NFKC grows a character at most ~11x, U+FDFA; Replace " " -> "\u2581" 3x) and linear in n, so
+// that a tokenizer.json whose normalizers grow the text exponentially (a Sequence of Replace
+// normalizers that each double a character) or by a huge replacement fails at once instead of
+// exhausting memory or time.
+constexpr size_t k_normalized_growth = 32, k_normalized_slack = 4096;
+constexpr size_t normalized_size_limit(size_t n) { return k_normalized_growth * n + k_normalized_slack; }
+
 class Normalizer {
 public:
     virtual ~Normalizer() = default;
-    virtual void normalize(std::string& s) const = 0;
+    // Normalizes s in place; throws tt::Error naming the tokenizer when the result would be longer
+    // than max_bytes (a Sequence passes the bound of the original text on to every stage).
+    virtual void normalize(std::string& s, size_t max_bytes) const = 0;
+    void normalize(std::string& s) const { normalize(s, normalized_size_limit(s.size())); }
 };
 
 // The pieces a pre-tokenizer works on: byte ranges of one buffer, so that splitting a piece copies
@@ -59,7 +71,11 @@ public:
     virtual void decode(std::vector<std::string>& tokens) const = 0;
 };
 
-// `json` may be null (no stage). `context` names the file in error messages.
+// Sequences nest at most this deep (real files nest one level).
+constexpr int k_max_pipeline_depth = 16;
+
+// `json` may be null (no stage). `context` names the file in error messages. Throws tt::Error on
+// an unknown type, a bad field or Sequences nested deeper than k_max_pipeline_depth.
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& json, const std::string& context);
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& json, const std::string& context);
 std::unique_ptr<Decoder> make_decoder(const nlohmann::json& json, const std::string& context);

@@ -1,9 +1,13 @@
-// UTF-8 decoding follows the Unicode "well-formed byte sequences" table (the same one Rust's
-// from_utf8 enforces): overlongs, surrogates and code points above U+10FFFF are invalid.
+// UTF-8 itself is utf8proc's: utf8proc_iterate decodes and validates (the Unicode "well-formed
+// byte sequences" table, the one Rust's from_utf8 enforces: overlongs, surrogates and code points
+// above U+10FFFF are invalid), utf8proc_encode_char encodes. What is built on it here is only what
+// `tokenizers` adds: Rust's lossy conversion (one U+FFFD per maximal invalid subpart) and the
+// incomplete-tail rule of the streaming decoder.
 #include "tokenizer/unicode.h"
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -11,38 +15,47 @@ namespace tt::tok {
 
 namespace {
 
-// Valid range of the second byte for a given lead byte (table 3-7 of the Unicode standard).
-bool second_byte_ok(uint8_t lead, uint8_t b) {
-    if (lead == 0xE0) return b >= 0xA0 && b <= 0xBF;
-    if (lead == 0xED) return b >= 0x80 && b <= 0x9F;
-    if (lead == 0xF0) return b >= 0x90 && b <= 0xBF;
-    if (lead == 0xF4) return b >= 0x80 && b <= 0x8F;
-    return b >= 0x80 && b <= 0xBF;
+// utf8proc_iterate on s[i..]: the character's length (> 0) or a negative error.
+utf8proc_ssize_t iterate(std::string_view s, size_t i, utf8proc_int32_t& cp) {
+    return utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i), static_cast<utf8proc_ssize_t>(s.size() - i), &cp);
 }
 
-// Expected length of a sequence from its lead byte; 0 for bytes that cannot start one.
-size_t lead_len(uint8_t b) {
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
-// How many bytes from s[i] form a valid (possibly incomplete) prefix of a character.
-size_t valid_prefix_len(std::string_view s, size_t i, size_t& need) {
-    uint8_t lead = static_cast<uint8_t>(s[i]);
-    need = lead_len(lead);
-    if (need <= 1) return need;
-    size_t n = 1;
-    while (n < need && i + n < s.size()) {
-        uint8_t b = static_cast<uint8_t>(s[i + n]);
-        bool ok = n == 1 ? second_byte_ok(lead, b) : (b >= 0x80 && b <= 0xBF);
-        if (!ok) break;
-        ++n;
+// Whether the k bytes at p are the start of some well-formed character: completed with the
+// continuation bytes that every lead byte accepts (the second byte's range depends on the lead,
+// 0x80 or 0xBF fits each: E0 needs A0..BF, ED 80..9F, F0 90..BF, F4 80..8F), utf8proc decides.
+bool valid_prefix(const char* p, size_t k, size_t need) {
+    for (uint8_t second : {uint8_t(0x80), uint8_t(0xBF)}) {
+        utf8proc_uint8_t buf[4];
+        std::memcpy(buf, p, k);
+        for (size_t j = k; j < need; ++j) buf[j] = j == 1 ? second : 0x80;
+        utf8proc_int32_t cp;
+        if (utf8proc_iterate(buf, static_cast<utf8proc_ssize_t>(need), &cp) == static_cast<utf8proc_ssize_t>(need)) return true;
     }
-    return n;
+    return false;
 }
+
+// How many bytes from s[i] form a valid (possibly incomplete) prefix of a character; `need` is the
+// length the lead byte announces (0 for a byte that cannot start one).
+size_t valid_prefix_len(std::string_view s, size_t i, size_t& need) {
+    utf8proc_int32_t cp;
+    if (const auto n = iterate(s, i, cp); n > 0) {
+        need = static_cast<size_t>(n);
+        return need;
+    }
+    const auto lead = static_cast<utf8proc_uint8_t>(s[i]);
+    need = static_cast<size_t>(std::max<int>(utf8proc_utf8class[lead], 0));
+    if (need <= 1 || !valid_prefix(s.data() + i, 1, need)) {
+        need = 0;
+        return 0;
+    }
+    size_t k = std::min(need - 1, s.size() - i);  // a complete sequence would have decoded above
+    while (k > 1 && !valid_prefix(s.data() + i, k, need)) --k;
+    return k;
+}
+
+}  // namespace
+
+namespace {
 
 struct ByteTables {
     std::array<char32_t, 256> to_char{};
@@ -73,27 +86,22 @@ const ByteTables& byte_tables() {
 }  // namespace
 
 size_t utf8_char_len(std::string_view s, size_t i) {
-    size_t need = 0;
-    size_t n = valid_prefix_len(s, i, need);
-    return (need != 0 && n == need) ? need : 0;
+    utf8proc_int32_t cp;
+    const auto n = iterate(s, i, cp);
+    return n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+char32_t utf8_next_multibyte(std::string_view s, size_t& i) {
+    utf8proc_int32_t cp = 0;
+    const auto n = iterate(s, i, cp);
+    i += n > 0 ? static_cast<size_t>(n) : 1;  // callers pass valid UTF-8; never loop on invalid bytes
+    return static_cast<char32_t>(n > 0 ? cp : 0xFFFD);
 }
 
 void utf8_append(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    utf8proc_uint8_t buf[4];
+    const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
+    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
 size_t utf8_last_char_len(std::string_view s) {

@@ -12,21 +12,22 @@
 
 namespace tt::tok {
 
+// One UTF-8 codec: utf8proc's (utf8proc_iterate / utf8proc_encode_char), which enforces the same
+// well-formedness as Rust's from_utf8 (no overlongs, surrogates or code points past U+10FFFF).
+
 // Length of the valid UTF-8 character starting at s[i], or 0 if the bytes there are not one.
 size_t utf8_char_len(std::string_view s, size_t i);
+// utf8_next past ASCII (out of line).
+char32_t utf8_next_multibyte(std::string_view s, size_t& i);
 // Decodes the character at s[i] (must be valid, see utf8_char_len) and advances i past it.
-// Inline: the tokenizer's inner loops call it once per character.
+// Inline for ASCII: the tokenizer's inner loops call it once per character.
 inline char32_t utf8_next(std::string_view s, size_t& i) {
     auto b = static_cast<uint8_t>(s[i]);
     if (b < 0x80) {
         ++i;
         return b;
     }
-    size_t n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
-    char32_t cp = b & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
-    i += n;
-    return cp;
+    return utf8_next_multibyte(s, i);
 }
 void utf8_append(std::string& out, char32_t cp);
 // Byte length and code point of the last character of s (non-empty, valid UTF-8).

@@ -47,7 +47,10 @@ class NumpyEngine:
                 margins.append(float(last[order[0]] - last[order[1]]))
                 ids.append(int(order[0]))
                 last = forward(cfg, W, np.array(ids))[-1]
-            out.append({"logits": kept.astype(np.float32), "greedy_ids": greedy, "greedy_margins": margins})
+            kept = kept.astype(np.float32)
+            if os.environ.get("MOCK_HF_NAN") and not out:  # a NaN at position 1, token 3 of the first prompt
+                kept[1 - (len(p["input_ids"]) - len(kept)), 3] = np.nan
+            out.append({"logits": kept, "greedy_ids": greedy, "greedy_margins": margins})
         return out
 
     def generate(self, req):

@@ -61,7 +61,7 @@ expect_error() {  # expect_error PATTERN CMD...
   if [ "$rc" -ne 0 ] && echo "$err" | grep -q -- "$pattern"; then ok; else bad "expected exit!=0 and '$pattern' from '$*', got rc=$rc: $err"; fi
 }
 printf '{"model": {"type": "BPE", "vocab": {' > "$work/truncated.json"
-expect_error "truncated.json: malformed JSON" "$THINTENSOR" tokenize "$work/truncated.json" --text hi
+expect_error "truncated.json: invalid JSON" "$THINTENSOR" tokenize "$work/truncated.json" --text hi
 echo '{"model": {"type": "Unigram", "vocab": []}}' > "$work/unigram.json"
 expect_error "unknown model type 'Unigram'" "$THINTENSOR" tokenize "$work/unigram.json" --text hi
 echo '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "BertPreTokenizer"}}' > "$work/pretok.json"
@@ -70,13 +70,28 @@ echo '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": 
 expect_error "unknown normalizer type 'Precompiled'" "$THINTENSOR" tokenize "$work/norm.json" --text hi
 expect_error "not valid UTF-8 (byte 0xFF at offset 2)" "$THINTENSOR" tokenize "$work/qwen3" --text $'ab\xffcd'
 printf '{"text": "ok"}\n{"text": \n' > "$work/bad.jsonl"
-expect_error "bad.jsonl:2: malformed JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/bad.jsonl"
+expect_error "bad.jsonl:2: invalid JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/bad.jsonl"
 printf '{"text": 1e99999}\n' > "$work/overflow.jsonl"  # a number JSON cannot hold is malformed too
-expect_error "overflow.jsonl:1: malformed JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/overflow.jsonl"
+expect_error "overflow.jsonl:1: invalid JSON" "$THINTENSOR" tokenize "$work/qwen3" --jsonl "$work/overflow.jsonl"
 expect_error "no such file or directory" "$THINTENSOR" tokenize "$work/missing.json" --text hi
 expect_error "give --text TEXT or --jsonl FILE" "$THINTENSOR" tokenize "$work/qwen3"
 head -c 100 "$TT_SHARED_DIR/models/stories260K/tok512.bin" > "$work/tok-truncated.bin"
 expect_error "tok-truncated.bin: .*llama2.c tokenizer" "$THINTENSOR" tokenize "$work/tok-truncated.bin" --text hi
+# 30 Replace normalizers that each double "a" (2^30 x the text): a clear error in bounded time.
+"$PY" - "$work/doubling.json" "$work/deep.json" <<'PYEOF'
+import json, sys
+model = {"type": "BPE", "vocab": {"a": 0}, "merges": []}
+reps = [{"type": "Replace", "pattern": {"String": "a"}, "content": "aa"}] * 30
+json.dump({"model": model, "normalizer": {"type": "Sequence", "normalizers": reps}}, open(sys.argv[1], "w"))
+deep = '{"type": "Sequence", "normalizers": [' * 50000 + '{"type": "Lowercase"}' + ']}' * 50000
+open(sys.argv[2], "w").write('{"model": %s, "normalizer": %s}' % (json.dumps(model), deep))
+PYEOF
+start=$(date +%s)
+expect_error "doubling.json: the Replace normalizer would make the text longer than 4128 bytes" \
+  timeout 20 "$THINTENSOR" tokenize "$work/doubling.json" --text a
+[ $(( $(date +%s) - start )) -le 10 ] && ok || bad "the doubling normalizer took over 10 s"
+# 50,000 nested normalizers: the depth-bounded JSON reader refuses them (was a stack overflow).
+expect_error "deep.json: JSON nested deeper than 128 levels" "$THINTENSOR" tokenize "$work/deep.json" --text a
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -99,4 +99,12 @@ fi
 check "the helper generated once (Mixtral), referenced three times (llama full, quick; TinyStories)" \
   [ "$(grep -c '^generate' "$tmp/helper.log")" -eq 1 -a "$(grep -c '^reference' "$tmp/helper.log")" -eq 3 ]
 
+# ---- NaN in transformers' logits (the mock's MOCK_HF_NAN): every metric NaN-safe, the position named ----
+MOCK_HF_NAN=1 "$THINTENSOR" -q validate "$tmp/llama.thin" --hf-model "$F/llama" --device cpu --refresh-reference --report "$tmp/r6.json" \
+  >"$tmp/t6" 2>"$tmp/e6"
+check "NaN logits fail with status 3" [ $? -eq 3 ]
+check "the failure names the prompt, side and position" grep -q "^FAIL: prompt 'story': transformers' logits hold NaN at position 1 (token 3)" "$tmp/t6"
+json_check "report: the NaN prompt fails, its metrics are null (NaN), the overall is NaN too" "$tmp/r6.json" \
+  'not j["pass"] and j["prompts"][0]["max_abs_diff"] is None and not j["prompts"][0]["pass"] and j["overall"]["max_abs_diff"] is None'
+
 finish

@@ -184,3 +184,71 @@ TEST(ReferenceNoise, LoaderReadsTheFloat32Baseline) {
         EXPECT_NE(std::string(e.what()).find("p0.logits_f32"), std::string::npos) << e.what();
     }
 }
+
+// NaN compares false with everything: max |delta| used to print 0 and "ok" on NaN logits. A
+// non-finite logit on either side makes every metric NaN and names its position, side and token.
+TEST(CompareLogits, NanInOurLogitsMakesEveryMetricNanAndNamesThePosition) {
+    const std::vector<float> ref = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3 positions x 3
+    std::vector<float> got = ref;
+    got[4] = NAN;  // position 1, token 1
+    const LogitComparison c = compare_logits(ref.data(), got.data(), 3, 3);
+    EXPECT_FALSE(c.finite());
+    EXPECT_EQ(c.nonfinite_pos, 1);
+    EXPECT_EQ(c.nonfinite_token, 1);
+    EXPECT_FALSE(c.nonfinite_in_reference);
+    for (double v : {c.min_cosine, c.max_abs_diff, c.mean_kl, c.max_kl, c.top1_agreement, c.top5_agreement})
+        EXPECT_TRUE(std::isnan(v));
+    EXPECT_EQ(c.min_cosine_pos, 1);
+    EXPECT_EQ(c.max_abs_diff_pos, 1);
+    EXPECT_EQ(c.max_kl_pos, 1);
+    // A bound check written as `value <= bound` now fails, as it must.
+    EXPECT_FALSE(c.max_abs_diff <= 1e-3);
+    EXPECT_FALSE(c.min_cosine >= 0.999);
+    EXPECT_EQ(describe_nonfinite(c, "ThinTensor's logits", "the reference's logits_f32"),
+              "ThinTensor's logits hold NaN at position 1 (token 1)");
+}
+
+TEST(CompareLogits, InfInTheReferenceIsNamedAsTheReferences) {
+    std::vector<float> ref = {1, 2, 3, 4, 5, 6};
+    const std::vector<float> got = ref;
+    ref[5] = -INFINITY;
+    const LogitComparison c = compare_logits(ref.data(), got.data(), 2, 3);
+    EXPECT_EQ(c.nonfinite_pos, 1);
+    EXPECT_TRUE(c.nonfinite_in_reference);
+    EXPECT_EQ(describe_nonfinite(c, "ours", "the reference's logits_f32"), "the reference's logits_f32 hold -inf at position 1 (token 2)");
+    EXPECT_EQ(first_nonfinite(ref.data(), 6), 5);
+    EXPECT_EQ(first_nonfinite(got.data(), 6), -1);
+}
+
+TEST(CheckGreedy, NanGapOrToleranceIsNoNearTie) {
+    const std::vector<int32_t> ref = {5, 6}, ours = {5, 9};
+    EXPECT_FALSE(check_greedy(ours, ref, std::vector<float>{1.0f, NAN}, 0.01).pass);
+    EXPECT_FALSE(check_greedy(ours, ref, std::vector<float>{1.0f, 0.001f}, NAN).pass);
+}
+
+// A single reference case: greedy_prefix from the header's metadata when it says it; otherwise
+// the prefixes whose reference logits pick greedy_ids[0] (here positions 1 and 3 -> prefixes 2, 4).
+TEST(LoadReference, GreedyPrefixFromMetadataOrFromTheLogits) {
+    using namespace tt::test;
+    TempDir dir;
+    auto f32 = [](std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
+    auto i64 = [](std::vector<int64_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8); };
+    const std::vector<StTensor> ts = {{"input_ids", DType::i64, {4}, i64({0, 1, 2, 0})},
+                                      {"logits_f32", DType::f32, {4, 3}, f32({1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1})},
+                                      {"greedy_ids", DType::i64, {2}, i64({2, 1})}};
+    write_safetensors(dir / "plain.safetensors", ts);
+    const ReferenceCase plain = load_reference((dir / "plain.safetensors").string(), "logits_f32");
+    EXPECT_EQ(plain.greedy_prefix, 0);
+    EXPECT_EQ(plain.greedy_prefix_candidates, (std::vector<int>{2, 4}));
+    write_safetensors(dir / "meta.safetensors", ts, {{"format", "pt"}, {"greedy_prefix", "3"}});
+    EXPECT_EQ(load_reference((dir / "meta.safetensors").string(), "logits_f32").greedy_prefix, 3);
+    write_safetensors(dir / "bad.safetensors", ts, {{"greedy_prefix", "three"}});
+    try {
+        load_reference((dir / "bad.safetensors").string(), "logits_f32");
+        FAIL() << "a non-numeric greedy_prefix was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("\"greedy_prefix\" must be a positive integer"), std::string::npos) << e.what();
+    }
+    write_safetensors(dir / "long.safetensors", ts, {{"greedy_prefix", "9"}});
+    EXPECT_THROW(load_reference((dir / "long.safetensors").string(), "logits_f32"), Error);
+}

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 
 using namespace tt;
@@ -287,8 +288,8 @@ void expect_error(const std::function<void()>& f, const std::string& needle) {
 TEST(Tokenizer, BadInputIsAClearError) {
     auto hf = [](const std::string& j) { return [j] { Tokenizer::from_hf(j, "", "bad.json"); }; };
     const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
-    expect_error(hf("{\"model\": "), "bad.json: malformed JSON");
-    expect_error(hf("46e6344"), "bad.json: malformed JSON");  // a number out of range (found by fuzzing)
+    expect_error(hf("{\"model\": "), "bad.json: invalid JSON");
+    expect_error(hf("46e6344"), "bad.json: invalid JSON");  // a number out of range (found by fuzzing)
     expect_error(hf("[1, 2]"), "bad.json: tokenizer.json must be a JSON object");
     expect_error(hf("{}"), "bad.json: no \"model\" object");
     expect_error(hf(R"({"model": {"type": "WordPiece", "vocab": {}}})"), "unknown model type 'WordPiece'");
@@ -304,7 +305,7 @@ TEST(Tokenizer, BadInputIsAClearError) {
                  "bad regex");
     expect_error(hf(R"({"model": {"type": "BPE", "vocab": {"a": "zero"}}})"), "vocab entry 'a' has an invalid id");
     expect_error([] { Tokenizer::from_hf("{\"model\": {\"type\": \"BPE\", \"vocab\": {}}}", "{oops", "x.json"); },
-                 "tokenizer_config.json): malformed JSON");
+                 "tokenizer_config.json): invalid JSON");
 
     auto tok = Tokenizer::from_hf("{" + model + "}", "", "ok.json");
     EXPECT_EQ(tok->encode("abab", false), (std::vector<int32_t>{2, 2}));
@@ -315,12 +316,99 @@ TEST(Tokenizer, BadInputIsAClearError) {
     expect_error([] { Tokenizer::load("/nonexistent/tokenizer.json"); }, "no such file or directory");
 }
 
+// Normalizers that grow the text exponentially (each Replace doubles every "a") or by a huge
+// replacement used to run until memory ran out; the normalized length is bounded at 32 x the
+// input + 4096 bytes (pipeline.h), with an error naming the file and the stage, in bounded time.
+TEST(Tokenizer, NormalizedLengthIsBounded) {
+    const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, " ": 2}, "merges": []})";
+    json doubling = {{"type", "Sequence"}, {"normalizers", json::array()}};
+    for (int k = 0; k < 30; ++k)
+        doubling["normalizers"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aa"}});
+    auto tok = Tokenizer::from_hf("{" + model + ", \"normalizer\": " + doubling.dump() + "}", "", "doubling.json");
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_error([&] { tok->encode("a", false); },
+                 "doubling.json: the Replace normalizer would make the text longer than 4128 bytes (32 x its input + 4096)");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    // A few doublings stay within the bound and still work.
+    doubling["normalizers"] = json(std::vector<json>(doubling["normalizers"].begin(), doubling["normalizers"].begin() + 3));
+    tok = Tokenizer::from_hf("{" + model + ", \"normalizer\": " + doubling.dump() + "}", "", "doubling.json");
+    EXPECT_EQ(tok->encode("ab", false), (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 1}));
+    // One Replace with a 100 KB content: refused before the 100 MB result is built.
+    const json huge = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", std::string(100000, 'b')}};
+    tok = Tokenizer::from_hf("{" + model + ", \"normalizer\": " + huge.dump() + "}", "", "huge.json");
+    expect_error([&] { tok->encode(std::string(1000, ' '), false); }, "huge.json: the Replace normalizer would make the text longer");
+    // Prepend of a long string to short text.
+    const json prepend = {{"type", "Prepend"}, {"prepend", std::string(5000, 'b')}};
+    tok = Tokenizer::from_hf("{" + model + ", \"normalizer\": " + prepend.dump() + "}", "", "prepend.json");
+    expect_error([&] { tok->encode("a", false); }, "prepend.json: the Prepend normalizer would make the text longer");
+    // The decoder chain is bounded likewise.
+    json dec = {{"type", "Sequence"}, {"decoders", json::array()}};
+    for (int k = 0; k < 30; ++k) dec["decoders"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aa"}});
+    tok = Tokenizer::from_hf("{" + model + ", \"decoder\": " + dec.dump() + "}", "", "dec.json");
+    expect_error([&] { tok->decode(std::vector<int32_t>{0}, false); }, "dec.json: the Sequence decoder would make the text longer");
+}
+
+// ~50,000 nested levels used to overflow the stack of the JSON parser's caller (the pipeline
+// builder); tokenizer.json goes through the depth-bounded tt::parse_json, and the builder bounds
+// its own recursion (Sequences within Sequences) well below that.
+TEST(Tokenizer, DeeplyNestedPipelinesAreRefused) {
+    const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0}, "merges": []})";
+    std::string deep;
+    for (int k = 0; k < 50000; ++k) deep += R"({"type": "Sequence", "normalizers": [)";
+    deep += R"({"type": "Lowercase"})";
+    for (int k = 0; k < 50000; ++k) deep += "]}";
+    expect_error([&] { Tokenizer::from_hf("{" + model + ", \"normalizer\": " + deep + "}", "", "deep.json"); },
+                 "deep.json: JSON nested deeper than 128 levels");
+    auto nested = [](const char* type, const char* list, int levels) {
+        json j = {{"type", "Lowercase"}};
+        if (std::string(type) != "normalizers") j = {{"type", "ByteLevel"}};
+        for (int k = 0; k < levels; ++k) j = {{"type", "Sequence"}, {list, json::array({j})}};
+        return j.dump();
+    };
+    expect_error([&] { Tokenizer::from_hf("{" + model + ", \"normalizer\": " + nested("normalizers", "normalizers", 20) + "}", "", "n.json"); },
+                 "n.json: normalizer Sequences nested deeper than 16 levels");
+    expect_error([&] { Tokenizer::from_hf("{" + model + ", \"pre_tokenizer\": " + nested("pre", "pretokenizers", 20) + "}", "", "p.json"); },
+                 "p.json: pre-tokenizer Sequences nested deeper than 16 levels");
+    expect_error([&] { Tokenizer::from_hf("{" + model + ", \"decoder\": " + nested("dec", "decoders", 20) + "}", "", "d.json"); },
+                 "d.json: decoder Sequences nested deeper than 16 levels");
+    json pp = {{"type", "ByteLevel"}};
+    for (int k = 0; k < 20; ++k) pp = {{"type", "Sequence"}, {"processors", json::array({pp})}};
+    expect_error([&] { Tokenizer::from_hf("{" + model + ", \"post_processor\": " + pp.dump() + "}", "", "pp.json"); },
+                 "pp.json: post-processor Sequences nested deeper than 16 levels");
+    // Three levels (deeper than any real file) are fine.
+    EXPECT_NO_THROW(Tokenizer::from_hf("{" + model + ", \"normalizer\": " + nested("normalizers", "normalizers", 3) + "}", "", "ok.json"));
+}
+
 TEST(Unicode, LossyConversionMatchesRust) {
     // One U+FFFD per maximal invalid subpart (Rust's from_utf8_lossy, WHATWG decoding).
     EXPECT_EQ(tok::utf8_lossy("a\xE4\xBD" "b"), "a\xEF\xBF\xBD" "b");
     EXPECT_EQ(tok::utf8_lossy("\xF0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     EXPECT_EQ(tok::utf8_lossy("\xE4\xBD\xA0"), "\xE4\xBD\xA0");
     EXPECT_EQ(tok::utf8_complete_prefix("ab\xE4\xBD"), 2u);
+}
+
+// The codec is utf8proc's now; these pin the edges of well-formedness that the hand-written one
+// had (and `tokenizers` has): second-byte ranges after E0/ED/F0/F4, overlong leads, the tail rule.
+TEST(Unicode, Utf8procCodecKeepsTheWellFormednessEdges) {
+    const char* fffd = "\xEF\xBF\xBD";
+    EXPECT_EQ(tok::utf8_lossy("\xE0\x80\x80"), std::string(fffd) + fffd + fffd);  // overlong: E0 needs A0..BF
+    EXPECT_EQ(tok::utf8_lossy("\xE0\xA0"), fffd);                                // a valid prefix cut short: one
+    EXPECT_EQ(tok::utf8_lossy("\xED\xA0\x80"), std::string(fffd) + fffd + fffd);  // a surrogate
+    EXPECT_EQ(tok::utf8_lossy("\xF4\x90\x80\x80"), std::string(fffd) + fffd + fffd + fffd);  // past U+10FFFF
+    EXPECT_EQ(tok::utf8_lossy("\xC0\xAF"), std::string(fffd) + fffd);            // C0/C1 never start a character
+    EXPECT_EQ(tok::utf8_lossy("\xF0\x9F\x99\x82!"), "\xF0\x9F\x99\x82!");
+    EXPECT_EQ(tok::utf8_char_len("\xF0\x9F\x99\x82", 0), 4u);
+    EXPECT_EQ(tok::utf8_char_len("\xF0\x9F\x99", 0), 0u);
+    EXPECT_EQ(tok::utf8_first_invalid("abc\xED\xBF\xBF"), std::optional<size_t>(3));
+    EXPECT_EQ(tok::utf8_complete_prefix("a\xF0\x9F\x99"), 1u);  // an incomplete emoji waits
+    EXPECT_EQ(tok::utf8_complete_prefix("a\xED\xA0"), 3u);       // a surrogate prefix is invalid, not incomplete
+    std::string s;
+    for (char32_t cp : {U'a', U'\u00E9', U'\u4E2D', U'\U0001F642'}) tok::utf8_append(s, cp);
+    EXPECT_EQ(s, "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x99\x82");
+    size_t i = 0;
+    std::u32string back;
+    while (i < s.size()) back.push_back(tok::utf8_next(s, i));
+    EXPECT_EQ(back, U"a\u00E9\u4E2D\U0001F642");
 }
 
 }  // namespace
