@@ -33,7 +33,7 @@ printf '%s\n%s\n' "$U1" "$U2" | "$THINTENSOR" -v chat "$model" --template "$stor
 check "two turns with --stop print two replies" test "$(wc -l < "$tmp/stop2.out")" -ge 2
 check "the first turn says it stopped on the stop text" grep -q "stop: stop string" "$tmp/stop2.err"
 check "-v: the second turn reuses the first from the cache" grep -Eq "turn: prompt [0-9]+ tokens \([1-9][0-9]* reused" "$tmp/stop2.err"
-fails_with "--stop ''" "--stop: the text is empty" "$THINTENSOR" chat "$model" --template "$story" "${c[@]}" --stop ""
+fails_with "--stop ''" "--stop: an empty stop string" "$THINTENSOR" chat "$model" --template "$story" "${c[@]}" --stop ""
 
 # ---- piped: a failed turn ends the session, non-zero
 printf '%s\nboom\n%s\n' "$U1" "$U3" > "$tmp/in_boom"

@@ -23,7 +23,7 @@ exits "unknown command, no near one" 2 "unknown command 'frobnicate'; the comman
 exits "no command" 2 "no command given; the commands are: " "$THINTENSOR"
 exits "no command, only -q" 2 "no command given" "$THINTENSOR" -q
 exits "unknown flag" 2 "not expected: --no-such-flag" "$THINTENSOR" inspect x.thin --no-such-flag
-exits "missing positional" 2 "MODEL is required" "$THINTENSOR" run
+exits "missing positional" 2 "is required" "$THINTENSOR" inspect
 exits "a flag without its value" 2 "--prompt" "$THINTENSOR" run x.thin --prompt
 exits "a non-number" 2 "--max-tokens" "$THINTENSOR" run x.thin -n lots
 exits "a value out of its set" 2 "--profile" "$THINTENSOR" run x.thin --profile fastest

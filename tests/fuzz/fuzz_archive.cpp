@@ -7,6 +7,7 @@
 // tried "re-sealed": with the header's meta_xxh3 and file_size rewritten to match, which lets the
 // fuzzer reach the table and spec validation behind them.
 #include "core/error.h"
+#include "core/json.h"
 #include "format/archive.h"
 #include "model/model_spec.h"
 
@@ -30,7 +31,8 @@ void check(const uint8_t* data, size_t size) {
     // be rejected with tt::Error.
     tt::ThinHeader h;
     std::memcpy(&h, data, sizeof h);
-    const nlohmann::json meta = nlohmann::json::parse(data + h.meta_offset, data + h.meta_offset + h.meta_size);
+    const nlohmann::json meta = tt::parse_json(
+        std::string_view(reinterpret_cast<const char*>(data) + h.meta_offset, h.meta_size), "fuzz.thin metadata");
     try {
         const tt::ModelSpec spec = tt::spec_from_json(meta["spec"]);
         if (tt::spec_from_json(tt::spec_to_json(spec)) != spec) std::abort();
