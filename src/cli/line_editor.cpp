@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tokenizer/unicode.h"
 
 #include <histedit.h>
 #include <utf8proc.h>
@@ -27,16 +28,6 @@ bool ctype_is_utf8() {
     return cs && (std::strcmp(cs, "UTF-8") == 0 || std::strcmp(cs, "utf8") == 0);
 }
 
-// The length of the UTF-8 sequence a lead byte starts (1 for a byte no sequence starts with: it
-// becomes U+FFFD on its own).
-size_t utf8_length(unsigned char b) {
-    if (b < 0x80) return 1;
-    if ((b >> 5) == 0x6) return 2;
-    if ((b >> 4) == 0xE) return 3;
-    if ((b >> 3) == 0x1E) return 4;
-    return 1;
-}
-
 }  // namespace
 
 struct LineEditor::Impl {
@@ -56,11 +47,12 @@ struct LineEditor::Impl {
     int read_char(wchar_t* out) {
         for (;;) {
             if (!pending.empty()) {
-                const size_t need = utf8_length(static_cast<unsigned char>(pending[0]));
-                if (pending.size() >= need || eof) {
+                // A character whose bytes have not all arrived waits for the rest: the complete
+                // prefix is empty only then.
+                if (tok::utf8_complete_prefix(pending) > 0 || eof) {
                     utf8proc_int32_t cp = 0;
                     ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(pending.data()),
-                                                 ssize_t(std::min(need, pending.size())), &cp);
+                                                 ssize_t(pending.size()), &cp);
                     if (n <= 0) cp = 0xFFFD, n = 1;  // not UTF-8: shown as the replacement character
                     pending.erase(0, size_t(n));
                     *out = wchar_t(cp);

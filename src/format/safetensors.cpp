@@ -1,6 +1,7 @@
 #include "format/safetensors.h"
 
 #include "core/error.h"
+#include "core/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,12 +24,8 @@ std::map<std::string, TensorView> SafetensorsFile::parse(const uint8_t* data, si
     const uint8_t* base = data + 8 + header_len;
     const uint64_t data_size = size - 8 - header_len;
 
-    nlohmann::json header;
-    try {
-        header = nlohmann::json::parse(data + 8, data + 8 + header_len);
-    } catch (const nlohmann::json::exception& e) {
-        fail("{}: safetensors header is not valid JSON: {}", path, e.what());
-    }
+    const nlohmann::json header =
+        parse_json(std::string_view(reinterpret_cast<const char*>(data) + 8, header_len), path + ": safetensors header");
     if (!header.is_object()) fail("{}: safetensors header is not a JSON object", path);
 
     std::map<std::string, TensorView> out;

@@ -156,7 +156,7 @@ TEST(ConvertErrors, SafetensorsHeaderNotJson) {
     bytes[8] = '[';
     bytes[9] = '!';
     std::ofstream(st, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
-    expect_convert_error(b, {st.string(), "not valid JSON"});
+    expect_convert_error(b, {st.string(), "safetensors header: invalid JSON"});
 }
 
 TEST(ConvertErrors, MissingTensor) {

@@ -74,7 +74,7 @@ TEST(Safetensors, RejectsMalformedHeaders) {
         {std::string("\x10\x00\x00", 3), "truncated safetensors file"},
         {image("{}").substr(0, 9), "truncated safetensors file"},
         {std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8) + "{}", "header claims"},
-        {image("{\"a\": "), "not valid JSON"},
+        {image("{\"a\": "), "safetensors header: invalid JSON"},
         {image("[1, 2]"), "not a JSON object"},
         {image(R"({"a":{"dtype":"F32","shape":[16]}})"), "lacks dtype, shape or data_offsets"},
         {image(R"({"a":5})"), "lacks dtype"},
