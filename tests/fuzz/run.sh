@@ -17,7 +17,14 @@ for t in $targets; do
   seeds="$root/tests/fuzz/seeds/$t"
   [ -d "$seeds" ] && cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
   [ -x "$root/tests/fuzz/seed_$t.sh" ] && "$root/tests/fuzz/seed_$t.sh" "$corpus"
-  echo "== $t for ${seconds}s"
-  "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 "$corpus"
+  echo "== $t for ${seconds}s ($(ls "$corpus" | wc -l) inputs in the corpus)"
+  # The libFuzzer log goes to a file; its last lines are shown on a crash, its summary otherwise.
+  log="$build/$t.log"
+  if ! "$build/tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 "$corpus" >"$log" 2>&1; then
+    tail -n 80 "$log"
+    echo "$t: FAILED (log above; the input that failed is named in it)"
+    exit 1
+  fi
+  grep -E "^(#[0-9]+ +DONE|Done [0-9]+ runs)" "$log" | tail -n 2 || true
 done
 echo "all fuzz targets ran without a crash"
