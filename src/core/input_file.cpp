@@ -14,14 +14,6 @@ namespace tt {
 
 namespace {
 
-const char* kind_of(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 // Reads fd to its end, failing once more than max_bytes arrived (so /dev/zero or an endless pipe
 // stops at the bound instead of filling memory).
 std::string read_bounded(int fd, const std::string& name, const std::string& flag, size_t max_bytes) {
@@ -43,6 +35,15 @@ std::string read_bounded(int fd, const std::string& name, const std::string& fla
 
 }  // namespace
 
+const char* file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
 std::string read_input(const std::string& path, const std::string& flag, size_t max_bytes) {
     if (path == "-") return read_bounded(STDIN_FILENO, "stdin", flag, max_bytes);
     // stat before open: opening a FIFO blocks until a writer comes, which is what a named pipe
@@ -50,7 +51,7 @@ std::string read_input(const std::string& path, const std::string& flag, size_t 
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail("{} {}: cannot open: {}", flag, path, std::strerror(errno));
     if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-        fail("{} {}: is {}; give a regular file, a pipe, or - for stdin", flag, path, kind_of(st.st_mode));
+        fail("{} {}: is {}; give a regular file, a pipe, or - for stdin", flag, path, file_kind(st.st_mode));
     if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > max_bytes)
         fail("{} {}: {} is more than the {} a prompt or messages file may hold", flag, path,
              format_bytes(double(st.st_size)), format_bytes(double(max_bytes)));

@@ -1,6 +1,7 @@
 #include "core/mapped_file.h"
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,19 +13,6 @@
 #include <utility>
 
 namespace tt {
-
-namespace {
-
-const char* kind_of(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
-}  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
     // note: O_NONBLOCK so that a FIFO does not block the open waiting for a writer (it is refused
@@ -39,7 +27,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        fail("{}: is {}, not a regular file", path, kind_of(st.st_mode));
+        fail("{}: is {}, not a regular file", path, file_kind(st.st_mode));
     }
     size_ = size_t(st.st_size);
     if (size_ > 0) {

@@ -6,10 +6,7 @@
 set -euo pipefail
 : "${THINTENSOR:?}" "${TT_SHARED_DIR:?}"
 source "$(dirname "$0")/lib/common.sh"
-command -v tmux >/dev/null || { echo "FAIL: this test needs tmux (apt-get install tmux)"; exit 1; }
-
-sock="tt-chat-$$"   # a tmux server of our own, killed on exit whatever happens
-trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib/tmux.sh"
 
 model="$tmp/tinystories.thin"
 "$THINTENSOR" -q convert "$S/models/tinystories-656k" -o "$model"
@@ -26,19 +23,6 @@ check "the references are not empty" test -n "$want1" -a -n "$want2"
 check "the recall edit changes the reply" test "$want1" != "$want2"
 check "the edit changes the reply (else the test proves nothing)" test "$want1" != "$unedited"
 
-T() { tmux -L "$sock" "$@"; }
-# Trailing blanks trimmed: -J keeps those of joined lines, the line being edited is padded.
-pane() { T capture-pane -p -J -S - -t chat | sed -e 's/[[:space:]]*$//'; }
-# Bounded waits: a hung chat fails the test after 30 s instead of hanging CI.
-wait_until() {  # wait_until WHAT COMMAND...: polls COMMAND every 0.1 s for up to 30 s
-  local what=$1; shift
-  for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
-  echo "FAIL: timed out waiting for $what; the pane:"; pane | grep -v "^$" | tail -20; return 1
-}
-# Whether the line editor has the terminal (echo off): the prompt shows a moment before, and keys
-# typed in between would be echoed twice (a person would not notice; a test comparing text would).
-editing() { stty -F "$(T display -p -t chat '#{pane_tty}')" -a 2>/dev/null | grep -qw -- -echo; }
-prompts() { pane | grep -c -E '^>( |$)' || true; }
 have_prompts() { [ "$(prompts)" -ge "$1" ]; }
 # The reply printed after the line "> TEXT" (the lines up to the next prompt).
 reply_after() { pane | awk -v line="> $1" 'found && /^>( |$)/ {exit} found {print} $0 == line {found=1}'; }

@@ -6,6 +6,7 @@
 set -euo pipefail
 : "${THINTENSOR:?}" "${TT_SHARED_DIR:?}"
 source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/tmux.sh"
 
 model="$tmp/tinystories.thin"
 "$THINTENSOR" -q convert "$S/models/tinystories-656k" -o "$model"
@@ -50,20 +51,6 @@ check "piped: a conversation outgrowing the context exits non-zero (got $rc)" te
 check "piped: the error says the conversation no longer fits" grep -q "no longer fits the context of 48 tokens" "$tmp/long.err"
 
 # ---- at a terminal: the error is shown, the session goes on, exit status 1 at the end
-command -v tmux >/dev/null || { echo "FAIL: this test needs tmux (apt-get install tmux)"; exit 1; }
-sock="tt-chat-turns-$$"   # a tmux server of our own, killed on exit whatever happens
-trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$tmp"' EXIT
-T() { tmux -L "$sock" "$@"; }
-pane() { T capture-pane -p -J -S - -t chat | sed -e 's/[[:space:]]*$//'; }
-wait_until() {  # wait_until WHAT COMMAND...: polls COMMAND every 0.1 s for up to 30 s
-  local what=$1; shift
-  for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
-  echo "FAIL: timed out waiting for $what; the pane:"; pane | grep -v "^$" | tail -20; return 1
-}
-# Whether the line editor has the terminal (echo off): the prompt shows a moment before, and keys
-# typed in between would be echoed twice (a person would not notice; a test comparing text would).
-editing() { stty -F "$(T display -p -t chat '#{pane_tty}')" -a 2>/dev/null | grep -qw -- -echo; }
-prompts() { pane | grep -c -E '^>( |$)' || true; }
 args=(chat "$model" --template "$boom" "${c[@]}" -n 20)
 T -f /dev/null new-session -d -s chat -x 250 -y 60 \
   "'$THINTENSOR' ${args[*]@Q}; echo \$? > '$tmp/status'; sleep 120"
