@@ -77,6 +77,8 @@ Stat stats(const std::vector<double>& v) {
 void fit_to_context(Opts& o, std::vector<int>& pps, const std::vector<int>& depths, int limit, const std::string& why) {
     using namespace tt;
     const int max_depth = depths.empty() ? 0 : *std::max_element(depths.begin(), depths.end());
+    // The smallest bench: a 1-token prompt and one decode step after it.
+    if (limit < 2) fail("{} {}: bench needs a context of at least 2 positions", why, limit);
     if (o.depths_set && max_depth + 2 > limit)
         fail("--depths {}: a decode test at depth {} needs at least {} positions, but the context is {} ({})", o.depths, max_depth,
              max_depth + 2, limit, why);
@@ -94,7 +96,7 @@ void fit_to_context(Opts& o, std::vector<int>& pps, const std::vector<int>& dept
         if (p + 1 > limit) {
             if (o.prompt_lengths_set)
                 fail("--prompt-lengths {}: pp{} needs {} positions, but the context is {} ({})", o.prompt_lengths, p, p + 1, limit, why);
-            int q = 1;
+            int q = 1;  // the largest power of two with q + 1 <= limit (limit >= 2)
             while (2 * q + 1 <= limit) q *= 2;
             p = q;
             changed = true;

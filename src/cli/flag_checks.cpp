@@ -38,6 +38,10 @@ CLI::Validator finite_number(double lo, double hi, bool lo_open, bool hi_open, c
         [=](std::string& in) -> std::string {
             double v = 0;
             if (!parse_double(in, v)) return fmt::format("'{}' is not a number", in);
+            // note: the flags are floats; judge the value the float will hold (1e39 would become
+            // +Inf and 1e-50 zero after the check).
+            if (std::isfinite(v) && std::fabs(v) <= std::numeric_limits<float>::max()) v = double(float(v));
+            else v = std::numeric_limits<double>::infinity();
             if (!std::isfinite(v)) return fmt::format("must be a finite number {}, got {}", rule, in);
             const bool ok = (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
             if (!ok) return fmt::format("must be {}, got {}", rule, in);

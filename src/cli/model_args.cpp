@@ -180,28 +180,33 @@ SamplerConfig sampling_config(const SamplingArgs& a, const LoadedModel& m) {
     // Defaults: the model's generation_config.json when it asks for sampling, greedy when it says
     // do_sample=false, else llama.cpp's defaults (the struct's initial values).
     const auto& gen = m.archive->metadata().value("generation", nlohmann::json::object());
+    // A number field of the generation config, or `dflt` when absent or null.
+    const auto num = [&](const char* key, double dflt) {
+        return gen.contains(key) && gen[key].is_number() ? gen[key].get<double>() : dflt;
+    };
     if (gen.is_object() && gen.contains("do_sample") && gen["do_sample"].is_boolean()) {
         if (!gen["do_sample"].get<bool>()) {
             c.temperature = 0;
         } else {
-            c.temperature = gen.value("temperature", 1.0f);
-            c.top_k = gen.value("top_k", 50);
-            c.top_p = gen.value("top_p", 1.0f);
-            c.min_p = gen.contains("min_p") && gen["min_p"].is_number() ? gen["min_p"].get<float>() : 0.0f;
+            c.temperature = float(num("temperature", 1.0));
+            c.top_k = int(std::clamp(num("top_k", 50), -1.0, 1e9));
+            c.top_p = float(num("top_p", 1.0));
+            c.min_p = float(num("min_p", 0.0));
         }
-        if (gen.contains("repetition_penalty") && gen["repetition_penalty"].is_number())
-            c.repeat_penalty = gen["repetition_penalty"].get<float>();
+        c.repeat_penalty = float(num("repetition_penalty", c.repeat_penalty));
     }
-    // The generation config's values, before the flags replace them (the flags were checked when
-    // parsed, with the same rules). Written as !(ok) so that NaN fails.
-    const auto bad = [&](const char* field, double v, const char* rule) {
-        fail("{}: the archive's generation config has {} {}, which must be {}", m.archive_path, field, v, rule);
-    };
-    if (!(std::isfinite(c.temperature) && c.temperature >= 0)) bad("temperature", c.temperature, ">= 0");
-    if (!(c.top_p > 0 && c.top_p <= 1)) bad("top_p", c.top_p, "in (0, 1]");
-    if (!(c.min_p >= 0 && c.min_p <= 1)) bad("min_p", c.min_p, "in [0, 1]");
-    if (!(std::isfinite(c.repeat_penalty) && c.repeat_penalty > 0)) bad("repetition_penalty", c.repeat_penalty, "> 0");
     if (c.top_k < 0) c.top_k = 0;  // transformers: a top_k of 0 or less is off
+    // The generation config's values that no flag replaces must obey the flags' rules (the flags
+    // were checked when parsed). Written as !(ok) so that NaN fails.
+    const auto bad = [&](const char* field, double v, const char* rule) {
+        fail("{}: the archive's generation config has {} {}, which must be {} (or pass the flag)", m.archive_path, field,
+             v, rule);
+    };
+    if (!a.temperature && !(std::isfinite(c.temperature) && c.temperature >= 0)) bad("temperature", c.temperature, ">= 0");
+    if (!a.top_p && !(c.top_p > 0 && c.top_p <= 1)) bad("top_p", c.top_p, "in (0, 1]");
+    if (!a.min_p && !(c.min_p >= 0 && c.min_p <= 1)) bad("min_p", c.min_p, "in [0, 1]");
+    if (!a.repeat_penalty && !(std::isfinite(c.repeat_penalty) && c.repeat_penalty > 0))
+        bad("repetition_penalty", c.repeat_penalty, "> 0");
     if (a.temperature) c.temperature = *a.temperature;
     if (a.top_k) c.top_k = *a.top_k;
     if (a.top_p) c.top_p = *a.top_p;

@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "model/model_spec.h"
+#include "runtime/chat_session.h"
 #include "runtime/model_source.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -28,20 +30,19 @@ int run(const Opts& o) {
     const std::string path = tt::resolve_model(o.model);
     const tt::Archive a = tt::Archive::open(path);
     const auto& meta = a.metadata();
-    if (!meta.contains("spec")) tt::fail("{}: the archive has no model spec", path);
-    const tt::ModelSpec s = tt::spec_from_json(meta["spec"]);
-    const std::string tok_kind =
-        meta.contains("tokenizer") && meta["tokenizer"].is_object() ? meta["tokenizer"].value("kind", "none") : "none";
+    const tt::ModelSpec s = tt::spec_from_archive(a);
+    const std::string tok_kind(tt::tokenizer_kind_name(tt::tokenizer_kind_of(a)));
     std::unique_ptr<tt::Tokenizer> tok;
-    if (a.file("tokenizer.json") || a.file("tok512.bin")) tok = tt::Tokenizer::from_archive(a);
-    // A base model has no chat template: that is an answer ("none"), not an error.
-    std::string chat_template;
-    bool has_template = a.file("chat_template.jinja") || a.file("tokenizer_config.json");
+    if (tok_kind != "none") tok = tt::Tokenizer::from_archive(a);
+    // A base model has no chat template: that is an answer ("none"). A template that is there but
+    // does not load is an error `run --chat` would hit too: shown as such.
+    std::string chat_template, template_error;
+    const bool has_template = tt::archive_has_chat_template(a);
     if (has_template) {
         try {
             chat_template = tt::ChatTemplate::load(path).source();
-        } catch (const tt::Error&) {
-            has_template = false;
+        } catch (const tt::Error& e) {
+            template_error = e.what();
         }
     }
     const nlohmann::json generation = meta.value("generation", nlohmann::json::object());
@@ -57,7 +58,8 @@ int run(const Opts& o) {
             j["tokenizer"].update({{"vocab_size", tok->vocab_size()}, {"bos_token", tok->bos_token()},
                                    {"bos_id", tok->bos_id()}, {"eos_token", tok->eos_token()}, {"eos_ids", tok->eos_ids()},
                                    {"add_bos", tok->add_bos()}});
-        j["chat_template"] = has_template ? nlohmann::json(chat_template) : nlohmann::json(nullptr);
+        j["chat_template"] = has_template && template_error.empty() ? nlohmann::json(chat_template) : nlohmann::json(nullptr);
+        if (!template_error.empty()) j["chat_template_error"] = template_error;
         j["generation"] = generation;
         j["provenance"] = provenance;
         fmt::print("{}\n", j.dump(2));
@@ -87,6 +89,7 @@ int run(const Opts& o) {
         for (const auto& [k, v] : generation.items()) fmt::print("  {:<18} {}\n", k, v.dump());
     fmt::print("chat template\n");
     if (!has_template) fmt::print("  (none: a base model; `run --chat` and `chat` need one)\n");
+    else if (!template_error.empty()) fmt::print("  (cannot load: {})\n", template_error);
     else fmt::print("{}{}", chat_template, chat_template.ends_with('\n') ? "" : "\n");
     return 0;
 }

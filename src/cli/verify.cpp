@@ -108,9 +108,7 @@ int run(const Opts& o) {
         if (kind == tt::TokenizerKind::none) return;
         const auto tok = tt::Tokenizer::from_archive(*a);
         d["vocab_size"] = tok->vocab_size();
-        if (spec && tok->vocab_size() > spec->vocab_size)
-            tt::fail("{}: the embedded tokenizer has ids up to {} but the model's vocabulary has {} rows", o.path,
-                     tok->vocab_size() - 1, spec->vocab_size);
+        if (spec) tt::check_tokenizer_fits(*tok, spec->vocab_size, o.path + ": the embedded tokenizer");
         tok_summary = fmt::format("tokenizer {} ({} tokens)", tt::tokenizer_kind_name(kind), tok->vocab_size());
     });
     const int rc = report();

@@ -148,7 +148,9 @@ TokenizerFiles load_tokenizer(const fs::path& dir, const std::string& flag_path,
             t.embedded["tok512.bin"] = read_file(tp.string());
             t.kind = "llama2c";
             // Tokenizer::from_archive reads the embedded tok512.bin this way.
-            t.vocab = Tokenizer::from_llama2c(t.embedded["tok512.bin"], -1, flag_path)->vocab_size();
+            const auto tok = Tokenizer::from_llama2c(t.embedded["tok512.bin"], -1, flag_path);
+            check_tokenizer_fits(*tok, spec.vocab_size, flag_path);
+            t.vocab = tok->vocab_size();
         }
     } else if (fs::exists(dir / "tokenizer.json")) {
         json_path = dir / "tokenizer.json";
@@ -170,15 +172,13 @@ TokenizerFiles load_tokenizer(const fs::path& dir, const std::string& flag_path,
             (void)parse_json(cfg_text, cfg.string());
         }
         // Tokenizer::from_archive reads the embedded pair this way.
-        t.vocab = Tokenizer::from_hf(text, cfg_text, path)->vocab_size();
+        const auto tok = Tokenizer::from_hf(text, cfg_text, path);
+        check_tokenizer_fits(*tok, spec.vocab_size, path);
+        t.vocab = tok->vocab_size();
         t.embedded["tokenizer.json"] = std::move(text);
         if (!cfg_text.empty()) t.embedded["tokenizer_config.json"] = std::move(cfg_text);
         t.kind = "hf";
     }
-    if (t.vocab > spec.vocab_size)
-        fail("{}: the tokenizer has ids up to {} but the model's vocabulary has {} rows (vocab_size in config.json); "
-             "it is not this model's tokenizer",
-             flag_path.empty() ? (dir / "tokenizer.json").string() : flag_path, t.vocab - 1, spec.vocab_size);
     return t;
 }
 
@@ -302,12 +302,13 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
         if (!fin.ok()) {
             const std::string what =
                 fin.n_nonfinite > 0
-                    ? fmt::format("{} non-finite value(s) (first: {} at index {})", fin.n_nonfinite + fin.n_overflow,
+                    ? fmt::format("{} non-finite value(s){} (first bad value: {} at index {})", fin.n_nonfinite,
+                                  fin.n_overflow ? fmt::format(" and {} too large for {}", fin.n_overflow, dtype_name(out_dtype)) : "",
                                   value_str(fin.first_value), first_elem + fin.first)
                     : fmt::format("{} value(s) too large for {}, which the cast turns into Inf (first: {} at index {})",
                                   fin.n_overflow, dtype_name(out_dtype), value_str(fin.first_value), first_elem + fin.first);
             if (!opt.allow_nonfinite)
-                fail("{}: tensor '{}' has {}; {} (or pass --allow-nonfinite to convert anyway)", ck.where[p.hf_name],
+                fail("{}: tensor '{}' has {}; {} (or convert it with `thintensor convert --allow-nonfinite`)", ck.where[p.hf_name],
                      p.hf_name, what,
                      fin.n_nonfinite > 0 ? "the checkpoint's weights are broken" : "keep a wider dtype (--dtype auto, bf16 or f32)");
             log::warn("{}: tensor '{}' has {}; converting anyway (--allow-nonfinite)", ck.where[p.hf_name], p.hf_name, what);

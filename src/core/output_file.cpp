@@ -240,8 +240,10 @@ bool LockFile::acquire(bool wait, const std::function<void()>& on_wait) {
 LockFile::~LockFile() {
     if (fd_ < 0) return;
     // Removed while still held: whoever waits on this file sees it gone and starts over.
-    ::unlink(path_.c_str());
+    // note: taken off the signal list first: once unlinked, the path may name another process's
+    // new lock file, which a signal here must not remove (a stale one left instead is swept).
     remove_.release();
+    ::unlink(path_.c_str());
     ::close(fd_);
 }
 
@@ -273,8 +275,10 @@ OutputFile::OutputFile(std::string final_path) : final_path_(std::move(final_pat
     if (fd_ < 0) fail("{}: cannot create temporary file: {}", final_path_, std::strerror(errno));
     // Listed before anything else can fail or a signal can come: the destructor or the handler removes it.
     slot_ = list_path(temp_path_);
-    // A new file nobody else has opened: the lock is free. It tells a sweep that a writer is alive.
-    ::flock(fd_, LOCK_EX | LOCK_NB);
+    // The lock tells a sweep that a writer is alive. A new file's lock is free unless a sweep is
+    // looking at it this very moment (it holds the lock for microseconds and, the file being new
+    // and ours, leaves it): then wait for it.
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) ::flock(fd_, LOCK_EX);
     ::fchmod(fd_, 0644);
     buffer_ = static_cast<uint8_t*>(std::malloc(k_buffer_size));
     TT_ASSERT(buffer_ != nullptr);

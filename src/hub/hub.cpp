@@ -358,11 +358,9 @@ ManifestFile download(HttpClient& http, Shared& sh, const Job& job) {
                 fail("{}: cannot move into place: {}", job.final_path, std::strerror(errno));
             if (sh.progress) sh.progress->file_done();
             return {f.path, f.size, got.sha256, !f.lfs_sha256.empty(), f.blob_id, got.etag};
-        } catch (const UnreachableError& e) {
-            if (sh.cancel.load()) throw;
-            fail("{}: giving up on {}: the server cannot be reached: {} (the partial download is kept; pull again to resume)",
-                 sh.repo, f.path, e.what());
         } catch (const TransientError& e) {
+            // note: an unreachable host (UnreachableError) is retried here too: mid-transfer it is
+            // a network blip (a Wi-Fi reconnect), unlike at the first request, which fails fast.
             if (sh.cancel.load()) throw;
             if (attempt >= opt.retries)
                 fail("{}: giving up on {} after {} attempts: {} (the partial download is kept; pull again to resume)",

@@ -37,7 +37,9 @@ bool looks_like_path(const std::string& s) {
         if (s.ends_with(ext)) return true;
     for (const char* start : {"./", "../", "/", "~"})
         if (s.starts_with(start)) return true;
-    return s == "." || s == ".." || std::count(s.begin(), s.end(), '/') > 1 || s.find('\\') != std::string::npos;
+    // Slashes before the revision: ORG/NAME:refs/pr/3 is a Hub id.
+    const std::string_view id = std::string_view(s).substr(0, s.find(':'));
+    return s == "." || s == ".." || std::count(id.begin(), id.end(), '/') > 1 || s.find('\\') != std::string::npos;
 }
 
 void ensure_cache_dir(const std::string& dir) {

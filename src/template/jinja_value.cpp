@@ -240,10 +240,18 @@ bool less(const Value& a, const Value& b) {
 }
 
 // One character at s[i]: its length in bytes (1 for an invalid byte) and code point.
+// note: Python strings may hold lone surrogates ("\ud83d" in a template literal, which the lexer
+// encodes as the 3 bytes ED A0..BF 80..BF); utf8proc refuses them, so they are decoded here, one
+// character each, as Python counts, indexes and tojson-escapes them.
 static size_t utf8_next(std::string_view s, size_t i, uint32_t* cp) {
     utf8proc_int32_t c = 0;
     auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i),
                               static_cast<utf8proc_ssize_t>(s.size() - i), &c);
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    if (n <= 0 && i + 2 < s.size() && byte(0) == 0xED && (byte(1) & 0xE0) == 0xA0 && (byte(2) & 0xC0) == 0x80) {
+        if (cp) *cp = 0xD000u | (uint32_t(byte(1) & 0x3F) << 6) | uint32_t(byte(2) & 0x3F);
+        return 3;
+    }
     if (n <= 0) {
         if (cp) *cp = static_cast<unsigned char>(s[i]);
         return 1;

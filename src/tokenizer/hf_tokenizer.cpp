@@ -170,6 +170,7 @@ public:
     }
 
     int vocab_size() const override { return vocab_size_; }
+    int model_vocab_size() const override { return model_->size(); }
 
     std::optional<int32_t> token_to_id(std::string_view token) const override {
         if (auto it = added_by_content_.find(token); it != added_by_content_.end()) return it->second;

@@ -602,14 +602,25 @@ public:
 class ReplaceDecoder final : public Decoder {
 public:
     ReplaceDecoder(const json& j, const std::string& ctx)
-        : pattern_(j.value("pattern", json()), ctx, "Replace decoder"), content_(get_str(j, "content", ctx, "Replace decoder")) {}
+        : pattern_(j.value("pattern", json()), ctx, "Replace decoder"), content_(get_str(j, "content", ctx, "Replace decoder")),
+          ctx_(ctx) {}
+    // The normalizers' length bound over all the tokens together, checked before each result is
+    // built (a 1 MB replacement of a common character would otherwise build gigabytes first).
     void decode(std::vector<std::string>& tokens) const override {
-        for (auto& t : tokens) t = pattern_.replace_all(t, content_);
+        size_t total = 0;
+        for (const auto& t : tokens) total += t.size();
+        const size_t max_bytes = normalized_size_limit(total);
+        size_t produced = 0;
+        for (auto& t : tokens) {
+            t = pattern_.replace_all(t, content_, max_bytes - produced, ctx_, "Replace decoder");
+            produced += t.size();
+        }
     }
 
 private:
     Pattern pattern_;
     std::string content_;
+    std::string ctx_;
 };
 
 // "<0xNN>" tokens become raw bytes; a run of them that is not valid UTF-8 becomes one U+FFFD

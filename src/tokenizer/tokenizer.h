@@ -43,6 +43,9 @@ public:
     virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const = 0;
     // One past the largest id (model vocab and added tokens).
     virtual int vocab_size() const = 0;
+    // The ids of the tokenizer model's own vocabulary, without added tokens (which a checkpoint may
+    // list past its embedding rows: Gemma 3 1B's <image_soft_token> is id 262144 of 262144 rows).
+    virtual int model_vocab_size() const { return vocab_size(); }
     virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
     // The raw vocab string ("Ġthe", "▁the", "<0x0A>", "<|im_end|>"); "" for an unknown id.
     virtual std::string id_to_token(int32_t id) const = 0;
@@ -84,5 +87,10 @@ private:
     std::string prefix_;
     size_t prefix_index_ = 0;
 };
+
+// Whether `tok` belongs to a model with `model_rows` embedding rows: fails (naming `where`) when its
+// own vocabulary is larger; warns when only added tokens lie past the rows (text that contains
+// them is then refused at run time, as the backends refuse any id outside the vocabulary).
+void check_tokenizer_fits(const Tokenizer& tok, int model_rows, const std::string& where);
 
 }  // namespace tt

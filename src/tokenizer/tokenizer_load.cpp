@@ -1,6 +1,7 @@
 // Tokenizer::load / from_archive: find the tokenizer files of a SOURCE (a .thin archive, a
 // tokenizer.json, a llama2.c .bin tokenizer, or a model directory) and pick the implementation.
 #include "core/error.h"
+#include "core/log.h"
 #include "core/output_file.h"
 #include "format/archive.h"
 #include "tokenizer/tokenizer.h"
@@ -66,6 +67,17 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& source) {
     if (looks_like_json(source, magic))
         return from_hf(read_file(source), read_if_exists(fs::path(source).parent_path() / "tokenizer_config.json"), source);
     return from_llama2c(read_file(source), -1, source);
+}
+
+void check_tokenizer_fits(const Tokenizer& tok, int model_rows, const std::string& where) {
+    if (tok.model_vocab_size() > model_rows)
+        fail("{}: the tokenizer's vocabulary has {} tokens but the model's has {} rows (vocab_size in config.json); "
+             "it is not this model's tokenizer",
+             where, tok.model_vocab_size(), model_rows);
+    if (tok.vocab_size() > model_rows)
+        log::warn("{}: added tokens with ids {}..{} lie past the model's {} embedding rows; a prompt containing them "
+                  "is refused (the checkpoint lists them, as Gemma 3 lists its image tokens)",
+                  where, model_rows, tok.vocab_size() - 1, model_rows);
 }
 
 }  // namespace tt

@@ -26,6 +26,8 @@ usage_fails "--min-p nan" "--min-p: must be a finite number in \[0, 1\], got nan
 usage_fails "--repeat-penalty nan" "--repeat-penalty: must be a finite number > 0, got nan" "$THINTENSOR" run "$m" -p hi --repeat-penalty nan
 usage_fails "--repeat-penalty inf" "--repeat-penalty: must be a finite number > 0, got inf" "$THINTENSOR" run "$m" -p hi --repeat-penalty inf
 usage_fails "--repeat-penalty 0" "--repeat-penalty: must be > 0, got 0" "$THINTENSOR" run "$m" -p hi --repeat-penalty 0
+usage_fails "--repeat-penalty 1e39 (+Inf as a float)" "--repeat-penalty: must be a finite number > 0, got 1e39" "$THINTENSOR" run "$m" -p hi --repeat-penalty 1e39
+usage_fails "--top-p 1e-50 (0 as a float)" "--top-p: must be in \(0, 1\], got 1e-50" "$THINTENSOR" run "$m" -p hi --top-p 1e-50
 usage_fails "--top-k -5" "--top-k: must be at least 0, got -5" "$THINTENSOR" run "$m" -p hi --top-k -5
 usage_fails "--top-k abc" "--top-k: 'abc' is not a whole number" "$THINTENSOR" run "$m" -p hi --top-k abc
 usage_fails "--stop ''" "--stop: an empty stop string" "$THINTENSOR" run "$m" -p hi --stop ""
@@ -88,4 +90,8 @@ fails_with "an explicit --prompt-lengths that does not fit" "--prompt-lengths 20
   "$THINTENSOR" bench "$m" --device cpu --prompt-lengths 2048
 fails_with "an explicit --gen-tokens that does not fit" "--gen-tokens 600: needs 601 positions, but the context is 512" \
   "$THINTENSOR" bench "$m" --device cpu --gen-tokens 600
+fails_with "bench --context 1 (no room for a prompt and a step)" "--context 1: bench needs a context of at least 2 positions" \
+  "$THINTENSOR" bench "$m" --device cpu --context 1
+"$THINTENSOR" bench "$m" --device cpu --reps 1 --bandwidth 10 -c 2 >"$tmp/b3.txt" 2>"$tmp/b3.err"
+check "bench -c 2: pp1 and tg1" bash -c "grep -q '| pp1 ' '$tmp/b3.txt' && grep -q '| tg1 ' '$tmp/b3.txt'"
 finish

@@ -59,7 +59,7 @@ t = h["model.layers.0.self_attn.k_proj.weight"]; assert t["dtype"] == "F32"
 struct.pack_into("<f", raw, 8 + n + t["data_offsets"][0] + 4 * 77, float("nan"))
 open(p, "wb").write(raw)
 PYEOF
-fails_with "NaN weight" "tensor 'model.layers.0.self_attn.k_proj.weight' has 1 non-finite value\(s\) \(first: NaN at index 77\)" \
+fails_with "NaN weight" "tensor 'model.layers.0.self_attn.k_proj.weight' has 1 non-finite value\(s\) \(first bad value: NaN at index 77\)" \
   "$T" convert "$tmp/nan" -o "$tmp/nan.thin"
 check "no archive from NaN weights" [ ! -e "$tmp/nan.thin" ]
 if "$T" convert "$tmp/nan" -o "$tmp/nan.thin" --allow-nonfinite 2>"$tmp/e" >/dev/null; then
@@ -74,8 +74,23 @@ fails_with "--tokenizer GGUF" "error: --tokenizer .*stories260K.gguf: is a GGUF 
   "$T" convert "$tmp/tok" -o "$tmp/tok.thin" --tokenizer "$S/models/stories260K/stories260K.gguf"
 printf '{"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}' >"$tmp/wp.json"
 fails_with "--tokenizer WordPiece" "wp.json.*WordPiece" "$T" convert "$tmp/tok" -o "$tmp/tok.thin" --tokenizer "$tmp/wp.json"
-fails_with "tokenizer ids beyond the vocabulary" "ids up to 511 but the model's vocabulary has 256 rows" \
+fails_with "tokenizer ids beyond the vocabulary" "the tokenizer's vocabulary has 512 tokens but the model's has 256 rows" \
   "$T" convert "$tmp/tok" -o "$tmp/tok.thin" --tokenizer "$S/models/stories260K/tok512.bin"
+# Added tokens past the embedding rows (Gemma 3 1B lists <image_soft_token> as id 262144 of 262144
+# rows): a warning naming them, and the archive converts, verifies and runs.
+mkdir -p "$tmp/extra" && cp "$S/models/tinystories-656k/"*.json "$S/models/tinystories-656k/model.safetensors" "$tmp/extra/"
+"$PY" - "$tmp/extra/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["added_tokens"].append({"id": 2048, "content": "<extra_image>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+json.dump(t, open(sys.argv[1], "w"))
+PY
+"$T" convert "$tmp/extra" -o "$tmp/extra.thin" >/dev/null 2>"$tmp/extra.err"
+check "added tokens past the rows: converts" test -s "$tmp/extra.thin"
+check "added tokens past the rows: a warning names them" grep -q "added tokens with ids 2048..2048 lie past the model's 2048 embedding rows" "$tmp/extra.err"
+check "added tokens past the rows: verify passes" "$T" -q verify "$tmp/extra.thin"
+check "added tokens past the rows: runs" "$T" -q run "$tmp/extra.thin" -p "Once" -n 4 --device cpu
 
 # --- --json -----------------------------------------------------------------------------------
 "$T" -q convert "$S/models/tinystories-656k" -o "$tmp/ts.thin" --json >"$tmp/c.json"

@@ -146,7 +146,7 @@ TEST(ConvertNonFinite, NaNAndInfFailByDefaultNamingTensorAndIndex) {
     poke(src, "model.layers.1.mlp.up_proj.weight", 2000, std::numeric_limits<float>::infinity());
     const fs::path out = tmp / "m.thin";
     std::string e = convert_error(src, out.string());
-    EXPECT_TRUE(has(e, "tensor 'model.layers.1.mlp.up_proj.weight' has 2 non-finite value(s) (first: NaN at index 1234)")) << e;
+    EXPECT_TRUE(has(e, "tensor 'model.layers.1.mlp.up_proj.weight' has 2 non-finite value(s) (first bad value: NaN at index 1234)")) << e;
     EXPECT_TRUE(has(e, "--allow-nonfinite")) << e;
     EXPECT_FALSE(fs::exists(out));
     EXPECT_EQ(tmp.entries(), std::vector<std::string>{"model"});  // no temp file either
@@ -227,16 +227,16 @@ TEST(ConvertTokenizerCheck, WrongFilesAreRefusedAtConvert) {
     EXPECT_TRUE(has(e, (tmp / "wordpiece.json").string()) && has(e, "WordPiece")) << e;
     // The fixture's vocabulary has 256 rows; these tokenizers have 512 and 2048 ids.
     e = error_with(shared_dir() / "models/stories260K/tok512.bin");
-    EXPECT_TRUE(has(e, "the tokenizer has ids up to 511 but the model's vocabulary has 256 rows")) << e;
+    EXPECT_TRUE(has(e, "the tokenizer's vocabulary has 512 tokens but the model's has 256 rows")) << e;
     e = error_with(shared_dir() / "models/tinystories-656k/tokenizer.json");
-    EXPECT_TRUE(has(e, "ids up to 2047")) << e;
+    EXPECT_TRUE(has(e, "vocabulary has 2048 tokens")) << e;
     e = error_with(tmp.path());
     EXPECT_TRUE(has(e, "--tokenizer") && has(e, "is a directory")) << e;
     // The model's own tokenizer.json is checked the same way.
     fs::copy_file(shared_dir() / "models/tinystories-656k/tokenizer.json", src / "tokenizer.json");
     opt.tokenizer_path.clear();
     e = convert_error(src, out.string(), opt);
-    EXPECT_TRUE(has(e, (src / "tokenizer.json").string()) && has(e, "ids up to 2047")) << e;
+    EXPECT_TRUE(has(e, (src / "tokenizer.json").string()) && has(e, "vocabulary has 2048 tokens")) << e;
     EXPECT_FALSE(fs::exists(out));
 }
 

@@ -125,7 +125,8 @@ TEST(Hub, LooksLikeRepoIdUnlessALocalPathExists) {
 TEST(Hub, PathLikeModelArgumentsAreNotHubIds) {
     for (const char* p : {"sub/ts.thin", "./org/name", "../org/name", "/org/name", "~/org/name", "a/b/c", "x.json", "."})
         EXPECT_TRUE(looks_like_path(p)) << p;
-    for (const char* id : {"Qwen/Qwen3-0.6B", "org/name:main", "org/Qwen2.5-0.5B"}) EXPECT_FALSE(looks_like_path(id)) << id;
+    for (const char* id : {"Qwen/Qwen3-0.6B", "org/name:main", "org/Qwen2.5-0.5B", "org/name:refs/pr/3"})
+        EXPECT_FALSE(looks_like_path(id)) << id;
     // A missing path-like MODEL fails at once, naming it, without any network.
     try {
         fetch_model("sub/ts.thin");

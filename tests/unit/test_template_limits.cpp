@@ -261,4 +261,7 @@ TEST(TemplateLimits, Utf8Codec) {
     EXPECT_EQ(s, "\xc3\xa9\xe6\x97\xa5");
     jinja::Template t(R"({{ "\u00e9\U0001F600"|upper }}|{{ "\u00e9"|tojson(ensure_ascii=true) }}|{{ "\U0001F600"|tojson(ensure_ascii=true) }})", "t.jinja");
     EXPECT_EQ(t.render(vars()), "\xc3\x89\xf0\x9f\x98\x80|\"\\u00e9\"|\"\\ud83d\\ude00\"");
+    // Lone surrogates from escapes are one character each, as Python counts and escapes them.
+    jinja::Template sur(R"({{ "\ud83d\ude00"|length }}|{{ "\ud83d"|tojson(ensure_ascii=true) }})", "sur.jinja");
+    EXPECT_EQ(sur.render(vars()), "2|\"\\ud83d\"");
 }

@@ -346,6 +346,11 @@ TEST(Tokenizer, NormalizedLengthIsBounded) {
     for (int k = 0; k < 30; ++k) dec["decoders"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aa"}});
     tok = Tokenizer::from_hf("{" + model + ", \"decoder\": " + dec.dump() + "}", "", "dec.json");
     expect_error([&] { tok->decode(std::vector<int32_t>{0}, false); }, "dec.json: the Sequence decoder would make the text longer");
+    // A lone Replace decoder with a 100 KB content, over many tokens: refused before it is built.
+    const json huge_dec = {{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(100000, 'b')}};
+    tok = Tokenizer::from_hf("{" + model + ", \"decoder\": " + huge_dec.dump() + "}", "", "huge_dec.json");
+    expect_error([&] { tok->decode(std::vector<int32_t>(1000, 0), false); },
+                 "huge_dec.json: the Replace decoder would make the text longer");
 }
 
 // ~50,000 nested levels used to overflow the stack of the JSON parser's caller (the pipeline
