@@ -210,7 +210,7 @@ int run_reference_file(const Opts& o) {
                 "greedy token {} (position {}, continuing input_ids[:{}]) is {}, the reference's is {} ({}: gap {:.4g}, "
                 "tolerance {:.4g}){}",
                 greedy.matched, best.prefix + greedy.matched, best.prefix, best.ids[size_t(greedy.matched)],
-                ref.greedy_ids[size_t(greedy.matched)], ref.greedy_margins.empty() ? "ThinTensor's own top-2" : "the reference's top-2",
+                ref.greedy_ids[size_t(greedy.matched)], ref.greedy_margins.empty() ? "ThinTensor's logit of its token over the reference's" : "the reference's top-2",
                 greedy.gap, tol,
                 prefixes.size() > 1 ? fmt::format("; no prefix of those tried ({}) follows greedy_ids", fmt::join(prefixes, ", ")) : ""));
         }

@@ -17,8 +17,9 @@ namespace tt {
 // Upper bounds on what a spec may ask for, checked when a spec is read (from config.json and from
 // an archive) before any per-layer table is built: far above every released model (Llama 3.1
 // 405B: 126 layers, hidden 16384, ffn 53248, 128 heads; Gemma 3: vocab 262144, head_dim 256;
-// Llama 4 Scout: 10M positions), low enough that per-layer tables stay small and the runtime's int
-// products (q_dim = heads * head_dim, rows * width) cannot overflow.
+// Llama 4 Scout: 10M positions), low enough that per-layer tables stay small and the int products
+// of head counts and widths (q_dim = heads * head_dim) cannot overflow; element counts of whole
+// tensors (rows * width) are 64-bit everywhere.
 namespace spec_limits {
 constexpr int64_t layers = 1024;
 constexpr int64_t width = 1 << 17;      // hidden_dim, ffn_dim

@@ -154,7 +154,8 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     st.tokens = std::move(g.tokens);
     st.stop_reason = g.stop_reason == "eos" ? "end of turn" : g.stop_reason;
     // The reply joins the history as the person saw it, also when cut short: the next render then
-    // matches the cache up to the reply's last token.
+    // matches the cache up to the reply's last shown token (a stop string's tokens, cached but not
+    // shown, are past the common prefix and rewound).
     messages_.push_back({{"role", "assistant"}, {"content", st.text}});
     return st;
 }

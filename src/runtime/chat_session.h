@@ -44,7 +44,7 @@ struct ChatTurnStats {
     double decode_seconds = 0;
     int decode_steps = 0;          // single-token forward passes in decode_seconds
     std::string stop_reason;       // "end of turn", "stop string", "max tokens", "context full", "interrupted"
-    std::vector<int32_t> tokens;   // the reply's ids (the stop token excluded)
+    std::vector<int32_t> tokens;   // the reply's ids (the end-of-turn token excluded; a stop string's tokens included)
     std::string text;              // the reply as decoded (special tokens skipped)
 };
 

@@ -50,7 +50,7 @@ TEST(KernelTable, DoctorRunsAQuickCaseOfEveryOp) {
     const auto checks = cuda::self_test_kernels(0, false);
     EXPECT_EQ(checks.size(), n_quick);
     for (const auto& r : checks) EXPECT_TRUE(r.passed) << r.kernel << " " << r.dtype << " " << r.shape << " " << r.error;
-    EXPECT_EQ(cuda::self_test_kernels(0, true).size(), cuda::kernel_cases().size());
+    // (Every case, the doctor's --all-kernels, is Table/KernelCase.MatchesCpu above: not run twice.)
 }
 
 TEST(KernelTable, PrefillAttentionSupport) {
