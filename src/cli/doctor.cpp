@@ -268,7 +268,7 @@ int run(const Opts& o) {
                 {{"path", record_path}, {"written", false}});
     } else {
         tt::DoctorRecord r;
-        r.date = tt::utc_now_iso8601();
+        r.date = tt::format_utc_iso8601();
         char host[256] = {};
         if (gethostname(host, sizeof host - 1) == 0) r.hostname = host;
         r.thintensor_version = THINTENSOR_VERSION;

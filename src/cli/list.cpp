@@ -13,15 +13,7 @@
 
 namespace {
 
-std::string iso_time(int64_t t) {
-    if (t <= 0) return "";
-    const std::time_t tt = std::time_t(t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
+std::string iso_time(int64_t t) { return t > 0 ? tt::format_utc_iso8601(t) : ""; }
 
 // "just now", "5 minutes ago", "3 days ago": how Ollama's list says it.
 std::string ago(int64_t t) {

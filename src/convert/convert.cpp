@@ -189,13 +189,6 @@ std::string value_str(float v) {
     return fmt::format("{:g}", v);
 }
 
-std::string iso_time_now() {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
-}
-
 }  // namespace
 
 std::optional<DType> parse_convert_dtype(const std::string& s) {
@@ -332,7 +325,7 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
     meta["provenance"] = {{"source", fs::absolute(dir).lexically_normal().string()},
                           {"source_files", sources},
                           {"converter", std::string("thintensor ") + THINTENSOR_VERSION},
-                          {"created", iso_time_now()},
+                          {"created", format_utc_iso8601()},
                           {"dtype", opt.dtype ? std::string(dtype_name(*opt.dtype)) : "auto"}};
     w.finish(std::move(meta));
     progress.finish();

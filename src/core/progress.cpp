@@ -6,9 +6,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <exception>
 
 namespace tt {
+
+std::string format_utc_iso8601(int64_t t) {
+    const std::time_t when = t < 0 ? std::time(nullptr) : std::time_t(t);
+    std::tm tm{};
+    gmtime_r(&when, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
 
 std::string format_bytes(double b) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -33,5 +33,7 @@ private:
 std::string format_bytes(double bytes);
 // "1.2 s", "3m05s".
 std::string format_duration(double seconds);
+// "2026-12-01T11:57:02Z" (UTC) for seconds since the epoch; now when t < 0.
+std::string format_utc_iso8601(int64_t t = -1);
 
 }  // namespace tt

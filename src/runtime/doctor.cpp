@@ -450,15 +450,6 @@ const GpuCeilings* DoctorRecord::gpu(int device) const {
 
 std::string doctor_record_path() { return (fs::path(thintensor_home()) / "doctor.json").string(); }
 
-std::string utc_now_iso8601() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 json doctor_record_to_json(const DoctorRecord& r) {
     json j;
     j["version"] = DoctorRecord::k_version;

@@ -100,7 +100,4 @@ void save_doctor_record(const DoctorRecord& r, const std::string& path);
 std::optional<DoctorRecord> load_doctor_record(const std::string& path);
 std::optional<DoctorRecord> load_doctor_record();
 
-// "2025-01-31T12:00:00Z" for now.
-std::string utc_now_iso8601();
-
 }  // namespace tt

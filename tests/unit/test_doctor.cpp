@@ -2,6 +2,7 @@
 // doctor.json record (round trip, malformed records), the pinned-memory limit against setrlimit, the
 // model-cache check against std::filesystem::space, and the python probe against scripted
 // interpreters (versions, import errors, crashes, hangs) and the real python3 when there is one.
+#include "core/progress.h"
 #include "runtime/doctor.h"
 
 #include "core/error.h"
@@ -127,7 +128,8 @@ TEST(Doctor, RecordRoundTripThroughTheFile) {
     EXPECT_EQ(j["version"], 1);
     EXPECT_EQ(j["gpus"][0]["device"], 0);
     EXPECT_EQ(j["gpus"][0]["gemm_bf16_tflops"], 781.0);
-    EXPECT_EQ(utc_now_iso8601().size(), 20u);
+    EXPECT_EQ(format_utc_iso8601().size(), 20u);
+    EXPECT_EQ(format_utc_iso8601(0), "1970-01-01T00:00:00Z");
 }
 
 TEST(Doctor, RecordDefaultPathFollowsThintensorHome) {
@@ -138,7 +140,7 @@ TEST(Doctor, RecordDefaultPathFollowsThintensorHome) {
     EXPECT_EQ(doctor_record_path(), (d.path / "doctor.json").string());
     EXPECT_FALSE(load_doctor_record().has_value());  // none yet
     DoctorRecord r;
-    r.date = utc_now_iso8601();
+    r.date = format_utc_iso8601();
     r.gpus = {sample_gpu(0)};
     save_doctor_record(r, doctor_record_path());
     const auto back = load_doctor_record();
