@@ -6,6 +6,7 @@
 //     greedy_ids), no Python involved.
 // Exit status 3 when a bound is not met.
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "cli/model_args.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -54,25 +55,6 @@ bool archive_all_f32(const tt::Archive& a) {
 }
 
 int32_t argmax(std::span<const float> v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
-
-// A bound flag: a finite number in [0, max] (NaN would otherwise compare false with every value
-// and silently mean "the default").
-CLI::Validator bound_in(double max) {
-    return CLI::Validator(
-        [max](std::string& s) -> std::string {
-            double v = 0;
-            size_t used = 0;
-            try {
-                v = std::stod(s, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used == 0 || used != s.size()) return fmt::format("'{}' is not a number", s);
-            if (!std::isfinite(v) || v < 0 || v > max) return fmt::format("{} is outside 0..{:g}", s, max);
-            return "";
-        },
-        fmt::format("0..{:g}", max));
-}
 
 // The JSON report goes to stdout with --json and to --report FILE (atomically).
 void emit_json(const Opts& o, const nlohmann::json& j) {
@@ -606,11 +588,11 @@ static tt::cli::Registration reg(
         sub.add_option("--reference", o->reference, "Reference safetensors: input_ids, logits, greedy_ids (../shared's format)");
         sub.add_option("--key", o->key, "With --reference: the logits tensor")->capture_default_str();
         sub.add_option("--min-cosine", o->min_cosine, "Fail below this minimum cosine (default: per profile and dtype, see docs/VALIDATION.md)")
-            ->check(bound_in(1));
+            ->check(tt::cli::finite_number(0, 1, false, false, "in [0, 1]"));
         sub.add_option("--max-abs-diff", o->max_abs_diff, "Fail above this max |delta logit| (default: 1e-3 for f32 with --reference, else unchecked)")
-            ->check(bound_in(1e30));
+            ->check(tt::cli::non_negative_number());
         sub.add_option("--max-kl", o->max_kl, "With --hf-model: fail above this mean KL per prompt (default: per profile and dtype)")
-            ->check(bound_in(1e30));
+            ->check(tt::cli::non_negative_number());
         sub.add_option("--greedy-prefix", o->greedy_prefix,
                        "With --reference: greedy_ids continue input_ids[:N] (default: the file's greedy_prefix metadata, else "
                        "inferred from its logits)");
