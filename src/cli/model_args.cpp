@@ -97,15 +97,10 @@ void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
         ->type_name("INT");
 }
 
-std::optional<std::string> non_empty_stop_error(const std::string& s) {
-    if (s.empty()) return "an empty stop string would end generation before the first token";
-    return std::nullopt;
-}
-
 void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop) {
     sub.add_option("--stop", stop, "Stop when this text is generated (repeatable; not printed)")
         ->check(CLI::Validator(
-            [](std::string& s) -> std::string { return non_empty_stop_error(s).value_or(""); }, ""))
+            [](std::string& s) -> std::string { return stop_string_error(s).value_or(""); }, ""))
         ->allow_extra_args(false);
 }
 

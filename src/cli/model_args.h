@@ -36,10 +36,8 @@ struct SamplingArgs {
 // The flags are checked as they are parsed (usage errors naming the flag): NaN and infinities are
 // refused, and each value must be in the range its help text gives.
 void add_sampling_args(CLI::App& sub, SamplingArgs& a);
-// --stop TEXT (repeatable); an empty TEXT is refused. non_empty_stop_error is the same rule for
-// callers that declare their own --stop.
+// --stop TEXT (repeatable); an empty TEXT is refused (stop_string_error, the rule generate() applies).
 void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop);
-std::optional<std::string> non_empty_stop_error(const std::string& s);
 
 struct LoadedModel {
     std::string archive_path;

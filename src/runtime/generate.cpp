@@ -8,6 +8,11 @@
 
 namespace tt {
 
+std::optional<std::string> stop_string_error(std::string_view stop) {
+    if (stop.empty()) return "an empty stop string would end generation before the first token";
+    return std::nullopt;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -67,7 +72,7 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     if (prompt.empty()) fail("the prompt has no tokens (give a prompt, or let BOS be added)");
     if (!opt.stop.empty() && !tok) fail("--stop needs a tokenizer, and this model has none");
     for (const auto& s : opt.stop)
-        if (s.empty()) fail("--stop: an empty stop string would end generation before the first token");
+        if (const auto why = stop_string_error(s)) fail("--stop: {}", *why);
     if (backend.n_past() + int(prompt.size()) >= backend.context_size())
         fail("the prompt ({} tokens{}) does not fit the context of {} tokens", prompt.size(),
              backend.n_past() ? fmt::format(" after {} cached", backend.n_past()) : "", backend.context_size());

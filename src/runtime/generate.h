@@ -6,6 +6,7 @@
 #include "runtime/sampler.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,10 @@
 namespace tt {
 
 class Tokenizer;
+
+// Why `stop` cannot be a stop string (empty: it would end generation before the first token), or
+// nothing when it can.
+std::optional<std::string> stop_string_error(std::string_view stop);
 
 struct GenerateOptions {
     int max_tokens = 256;
