@@ -53,14 +53,25 @@ struct SpawnSetup {
     SpawnSetup& operator=(const SpawnSetup&) = delete;
 };
 
+// note: ECHILD (SIGCHLD inherited as ignored: the kernel reaps the child itself) leaves its exit
+// status unknown; that is an error, never a success.
+[[noreturn]] void status_lost(pid_t pid) {
+    fail("cannot learn how child process {} ended: {} (is SIGCHLD ignored?)", pid, std::strerror(errno));
+}
+
 // waitpid without blocking: true (and *status) once the child has ended.
 bool reaped(pid_t pid, int* status) {
     for (;;) {
         const pid_t r = ::waitpid(pid, status, WNOHANG);
         if (r == pid) return true;
-        if (r < 0 && errno == EINTR) continue;
-        return r < 0;  // ECHILD: nothing left to wait for
+        if (r == 0) return false;
+        if (errno != EINTR) status_lost(pid);
     }
+}
+
+void wait_for(pid_t pid, int* status) {
+    while (::waitpid(pid, status, 0) < 0)
+        if (errno != EINTR) status_lost(pid);
 }
 
 }  // namespace
@@ -160,8 +171,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     // The output is closed (or not captured): wait for the exit, up to the deadline.
     while (!done && !res.timed_out) {
         if (!timed) {
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
+            wait_for(pid, &status);
             done = true;
         } else if (reaped(pid, &status)) {
             done = true;
@@ -174,8 +184,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     if (res.timed_out) {
         ::kill(-pid, SIGKILL);  // the group: the child and whatever it started
         if (!done) {
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
+            wait_for(pid, &status);
             done = true;
         }
     }

@@ -149,3 +149,21 @@ TEST(Subprocess, FindsProgramsOnPath) {
     EXPECT_EQ(find_executable("tt-no-such-program-anywhere"), "");
     EXPECT_EQ(find_executable(""), "");
 }
+
+// With SIGCHLD ignored the kernel reaps the child itself and its exit status is lost: that used
+// to read as exit code 0 (success) for a failing child; now it is an error.
+TEST(Subprocess, AnExitStatusThatCannotBeLearnedIsAnError) {
+    struct sigaction old {};
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    ASSERT_EQ(::sigaction(SIGCHLD, &ign, &old), 0);
+    std::string what;
+    try {
+        (void)sh("exit 3");
+    } catch (const Error& e) {
+        what = e.what();
+    }
+    ::sigaction(SIGCHLD, &old, nullptr);
+    EXPECT_NE(what.find("cannot learn how child process"), std::string::npos) << what;
+}
