@@ -393,9 +393,14 @@ RepoRef parse_repo_ref(const std::string& s, const std::string& default_revision
     return ref;
 }
 
-bool looks_like_repo_id(const std::string& s) {
+bool has_model_file_extension(std::string_view s) {
     for (const char* ext : {".thin", ".safetensors", ".json", ".gguf", ".bin"})
-        if (s.ends_with(ext)) return false;
+        if (s.ends_with(ext)) return true;
+    return false;
+}
+
+bool looks_like_repo_id(const std::string& s) {
+    if (has_model_file_extension(s)) return false;
     try {
         parse_repo_ref(s);
     } catch (const Error&) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tt::hub {
@@ -26,6 +27,9 @@ struct PullOptions {
 // True for "ORG/NAME" or "ORG/NAME:REV" that is not an existing local path and does not end like a
 // file name (.thin, .safetensors, .json, .gguf, .bin): `run sub/model.thin` is a mistyped path.
 bool looks_like_repo_id(const std::string& s);
+// Ends like a model file ThinTensor or the Hub uses (.thin, .safetensors, .json, .gguf, .bin): a
+// path, never a repo id.
+bool has_model_file_extension(std::string_view s);
 
 // What a pull did, for `pull --json` and for callers that want more than the folder.
 struct PullResult {

@@ -33,8 +33,7 @@ std::string archive_cache_dir() { return (fs::path(thintensor_home()) / "archive
 bool looks_like_path(const std::string& s) {
     std::error_code ec;
     if (fs::exists(s, ec)) return true;
-    for (const char* ext : {".thin", ".safetensors", ".json", ".gguf", ".bin"})
-        if (s.ends_with(ext)) return true;
+    if (hub::has_model_file_extension(s)) return true;
     for (const char* start : {"./", "../", "/", "~"})
         if (s.starts_with(start)) return true;
     // Slashes before the revision: ORG/NAME:refs/pr/3 is a Hub id.

@@ -20,7 +20,8 @@ $C/bin/gpu_tests --gtest_brief=1 2>&1 | tee "$OUT/gpu_tests.log" | tail -n 30
 [ "${PIPESTATUS[0]}" -eq 0 ] && pass=$((pass+1)) || failed=$((failed+1))
 
 echo "== fixtures on cuda"
-for m in llama mistral qwen2 qwen3 phi3 gemma3_text; do
+source tests/gpu/fixtures.sh
+for m in $GPU_FIXTURES; do
   src=$S/fixtures/hf-tiny/$m
   $TT -q convert "$src" -o "$work/$m.f32.thin" --dtype f32
   check "$m f32 (cuda)" $TT -q validate "$work/$m.f32.thin" --reference "$src/reference.safetensors" --device cuda --min-cosine 0.9999 --max-abs-diff 1e-2

@@ -13,7 +13,8 @@ ldd "$build/thintensor" | awk '/=> \// {print $3}' | grep -v -E 'libc\.so|libm\.
 # Only what tests/gpu/run.sh reads: the fixtures of the architectures it checks, TinyStories-656K and
 # stories260K's HF folder with its tokenizer (a call carries at most 64 MiB with the tree).
 mkdir -p .carry/shared/fixtures/hf-tiny .carry/shared/models/stories260K
-for m in llama mistral qwen2 qwen3 phi3 gemma3_text; do cp -r ../shared/fixtures/hf-tiny/$m .carry/shared/fixtures/hf-tiny/; done
+source tests/gpu/fixtures.sh
+for m in $GPU_FIXTURES; do cp -r ../shared/fixtures/hf-tiny/$m .carry/shared/fixtures/hf-tiny/; done
 cp -r ../shared/models/tinystories-656k .carry/shared/models/
 cp -r ../shared/models/stories260K/hf ../shared/models/stories260K/tok512.bin .carry/shared/models/stories260K/
 strip .carry/bin/thintensor .carry/bin/gpu_tests
