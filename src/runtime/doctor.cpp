@@ -168,11 +168,14 @@ CheckItem check_memlock() {
 
 namespace {
 
-// Removes the test file however the check ends.
+// Removes the test file however the check ends, Ctrl-C and SIGTERM included (it can be GBs in the
+// model cache).
 struct TempFile {
     std::string path;
     int fd = -1;
+    RemoveOnSignal on_signal;
     ~TempFile() {
+        on_signal.release();
         if (fd >= 0) ::close(fd);
         if (!path.empty()) ::unlink(path.c_str());
     }
@@ -268,6 +271,7 @@ std::vector<CheckItem> check_model_cache(const std::string& dir, uint64_t test_b
         speed.value = fmt::format("{}: cannot create the test file: {}", p, errno_text(errno));
         return {disk, speed};
     }
+    tmp.on_signal = RemoveOnSignal(tmp.path);
 
     constexpr size_t k_chunk = size_t(8) << 20;
     std::vector<uint64_t> buf(k_chunk / 8);
