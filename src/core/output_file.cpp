@@ -171,7 +171,30 @@ bool same_file(const std::string& path, const struct stat& st) {
     return ::lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino;
 }
 
+// The temp file at `path` (written by `pid`, 0 = unknown) is stale: nobody holds its lock, and its
+// writer is gone or it is older than the grace period. Then it stays open and locked (the fd, with
+// its stat in st) for the caller; else -1.
+int open_if_stale(const std::string& path, long pid, struct stat& st) {
+    const int fd = open_unlocked(path, st);
+    if (fd < 0) return -1;  // a live writer holds it
+    const bool maybe_live = pid == 0 || pid == ::getpid() || process_alive(pid);
+    if (maybe_live && age_seconds(st) <= k_unlocked_grace_s) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 }  // namespace
+
+bool is_stale_temp_file(const std::string& path) {
+    long pid = 0;
+    if (!is_temp_file_name(std::string_view(path).substr(path.rfind('/') + 1), &pid)) return false;
+    struct stat st {};
+    const int fd = open_if_stale(path, pid, st);
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+}
 
 std::vector<std::string> sweep_stale_temp_files(const std::string& dir, std::string_view prefix) {
     std::vector<std::string> removed;
@@ -180,11 +203,9 @@ std::vector<std::string> sweep_stale_temp_files(const std::string& dir, std::str
         if (!name.starts_with(prefix) || !is_temp_file_name(name, &pid)) continue;
         const std::string path = dir + "/" + name;
         struct stat st {};
-        const int fd = open_unlocked(path, st);
-        if (fd < 0) continue;  // a live writer holds it
-        const bool maybe_live = pid == 0 || pid == ::getpid() || process_alive(pid);
-        if ((!maybe_live || age_seconds(st) > k_unlocked_grace_s) && same_file(path, st) && ::unlink(path.c_str()) == 0)
-            removed.push_back(path);
+        const int fd = open_if_stale(path, pid, st);
+        if (fd < 0) continue;
+        if (same_file(path, st) && ::unlink(path.c_str()) == 0) removed.push_back(path);
         ::close(fd);
     }
     return removed;

@@ -99,6 +99,8 @@ bool is_temp_file_name(std::string_view name, long* pid = nullptr);
 // only when it is also older than 10 minutes: it may belong to an older ThinTensor that did not
 // lock, or be in the instant between its creation and its lock. Returns the removed paths.
 std::vector<std::string> sweep_stale_temp_files(const std::string& dir, std::string_view prefix = "");
+// Whether the temp file at `path` is one sweep_stale_temp_files would remove (for `list`).
+bool is_stale_temp_file(const std::string& path);
 
 // An exclusive flock(2) on `path` (created if missing), held for the object's lifetime, and the
 // file removed when it is released, so lock files do not pile up. note: removing a lock file is

@@ -66,8 +66,8 @@ std::vector<CachedArchive> read_archives(const std::string& dir, std::vector<std
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         const std::string name = e.path().filename().string();
         std::error_code ec2;
-        if (is_temp_file_name(name)) {
-            stale.push_back(e.path().string());
+        if (is_temp_file_name(name)) {  // not an archive; a leftover only when no live writer has it
+            if (is_stale_temp_file(e.path().string())) stale.push_back(e.path().string());
             continue;
         }
         if (!name.ends_with(".thin") || !e.is_regular_file(ec2)) continue;
@@ -103,7 +103,7 @@ CacheListing list_cache() {
         const std::string name = e.path().filename().string();
         std::error_code ec2;
         if (is_temp_file_name(name)) {
-            c.stale_temp.push_back(e.path().string());
+            if (is_stale_temp_file(e.path().string())) c.stale_temp.push_back(e.path().string());
             continue;
         }
         if (!e.is_directory(ec2) || e.is_symlink(ec2)) continue;
@@ -120,7 +120,7 @@ CacheListing list_cache() {
         std::tie(cm.size, cm.n_files) = tree_size(cm.dir);
         cm.last_used = mtime_of(cm.dir);
         for (const auto& f : fs::directory_iterator(cm.dir, ec2))
-            if (is_temp_file_name(f.path().filename().string())) c.stale_temp.push_back(f.path().string());
+            if (is_stale_temp_file(f.path().string())) c.stale_temp.push_back(f.path().string());
         c.models.push_back(std::move(cm));
     }
     std::sort(c.models.begin(), c.models.end(), [](const auto& x, const auto& y) { return x.name < y.name; });

@@ -169,6 +169,9 @@ TEST(TempFiles, SweepRemovesOnlyWhatNoLiveWriterHolds) {
     const std::string held = touch("e.thin.tmp." + std::to_string(child) + ".EEEEEE");
     const int fd = ::open(held.c_str(), O_RDONLY);
     ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+    // `list` reports as leftovers exactly what the sweep would remove.
+    EXPECT_TRUE(is_stale_temp_file(dead));
+    for (const auto& p : {fresh_live, other, writing.temp_path(), held}) EXPECT_FALSE(is_stale_temp_file(p)) << p;
     const auto removed = sweep_stale_temp_files(dir);
     EXPECT_EQ(removed, std::vector<std::string>{dead});
     for (const auto& kept : {fresh_live, other, writing.temp_path(), held})
