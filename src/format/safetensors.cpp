@@ -10,10 +10,11 @@
 namespace tt {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-    tensors_ = parse(file_.data(), file_.size(), path);
+    tensors_ = parse(file_.data(), file_.size(), path, &metadata_);
 }
 
-std::map<std::string, TensorView> SafetensorsFile::parse(const uint8_t* data, size_t size, const std::string& path) {
+std::map<std::string, TensorView> SafetensorsFile::parse(const uint8_t* data, size_t size, const std::string& path,
+                                                         nlohmann::json* metadata) {
     if (size < 8) fail("{}: truncated safetensors file ({} bytes, no header length)", path, size);
     uint64_t header_len;
     std::memcpy(&header_len, data, 8);  // little-endian on every platform we build for
@@ -30,7 +31,10 @@ std::map<std::string, TensorView> SafetensorsFile::parse(const uint8_t* data, si
 
     std::map<std::string, TensorView> out;
     for (const auto& [name, v] : header.items()) {
-        if (name == "__metadata__") continue;
+        if (name == "__metadata__") {
+            if (metadata && v.is_object()) *metadata = v;
+            continue;
+        }
         if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
             fail("{}: tensor '{}' lacks dtype, shape or data_offsets", path, name);
         const auto& jd = v["dtype"];

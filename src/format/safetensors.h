@@ -6,6 +6,8 @@
 #include "core/mapped_file.h"
 #include "format/tensor.h"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <string>
 
@@ -15,8 +17,10 @@ class SafetensorsFile {
 public:
     // Maps and validates the file; throws tt::Error naming the path and the problem.
     explicit SafetensorsFile(const std::string& path);
-    // Validates a safetensors image already in memory (used by the fuzz target and tests).
-    static std::map<std::string, TensorView> parse(const uint8_t* data, size_t size, const std::string& path);
+    // Validates a safetensors image already in memory (used by the fuzz target and tests); the
+    // header's "__metadata__" object, when it has one, goes to *metadata.
+    static std::map<std::string, TensorView> parse(const uint8_t* data, size_t size, const std::string& path,
+                                                   nlohmann::json* metadata = nullptr);
 
     const std::string& path() const { return file_.path(); }
     const std::map<std::string, TensorView>& tensors() const { return tensors_; }
@@ -24,10 +28,13 @@ public:
     // Throws tt::Error "<path>: no tensor '<name>'" when missing.
     const TensorView& get(const std::string& name) const;
     size_t file_size() const { return file_.size(); }
+    // The header's "__metadata__" (string -> string annotations), or null.
+    const nlohmann::json& metadata() const { return metadata_; }
 
 private:
     MappedFile file_;
     std::map<std::string, TensorView> tensors_;
+    nlohmann::json metadata_;
 };
 
 }  // namespace tt

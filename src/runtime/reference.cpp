@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 
 namespace tt {
 
@@ -28,19 +27,6 @@ std::vector<int32_t> read_ids(const SafetensorsFile& f, const std::string& name)
 }
 
 namespace {
-
-// The header's "__metadata__" object (safetensors keeps string -> string annotations there), or
-// null. SafetensorsFile has already validated the header's size and JSON by the time this runs.
-nlohmann::json read_metadata(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    uint64_t n = 0;
-    in.read(reinterpret_cast<char*>(&n), 8);
-    std::string header(size_t(n), '\0');
-    in.read(header.data(), std::streamsize(n));
-    if (!in) fail("{}: cannot read the safetensors header", path);
-    const nlohmann::json h = parse_json(header, path);
-    return h.contains("__metadata__") && h["__metadata__"].is_object() ? h["__metadata__"] : nlohmann::json();
-}
 
 // A metadata value that must be a positive integer (safetensors stores metadata as strings).
 int metadata_int(const nlohmann::json& meta, const char* key, const std::string& path) {
@@ -89,7 +75,7 @@ ReferenceCase load_reference(const std::string& path, const std::string& key) {
         std::memcpy(r.greedy_margins.data(), m->data, m->nbytes);
     }
     const int n = int(r.input_ids.size());
-    r.greedy_prefix = metadata_int(read_metadata(path), "greedy_prefix", path);
+    r.greedy_prefix = metadata_int(f.metadata(), "greedy_prefix", path);
     if (r.greedy_prefix > n)
         fail("{}: __metadata__ \"greedy_prefix\" {} is longer than input_ids ({})", path, r.greedy_prefix, n);
     if (!r.greedy_ids.empty()) {
