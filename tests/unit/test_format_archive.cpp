@@ -49,7 +49,11 @@ protected:
         const ThinHeader h = header();
         nlohmann::json meta = nlohmann::json::parse(bytes_.substr(h.meta_offset, h.meta_size));
         edit(meta);
-        const std::string text = meta.dump();
+        return with_meta_text(meta.dump());
+    }
+    // The archive with `text` as its metadata (any bytes), the header resealed likewise.
+    std::string with_meta_text(const std::string& text) const {
+        const ThinHeader h = header();
         std::string out = bytes_.substr(0, h.meta_offset) + text;
         ThinHeader nh = h;
         nh.meta_size = text.size();
@@ -291,15 +295,8 @@ TEST_F(ArchiveDamage, SpecAndTokenizerKindErrorsNameTheArchive) {
 // The metadata is parsed with the depth-bounded parser: 100,000 nested arrays (which a recursive
 // walk of the tree would overflow the stack on) are refused naming the archive.
 TEST_F(ArchiveDamage, DeeplyNestedMetadataIsRefused) {
-    const ThinHeader h = header();
     const std::string text = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
-    std::string out = bytes_.substr(0, h.meta_offset) + text;
-    ThinHeader nh = h;
-    nh.meta_size = text.size();
-    nh.meta_xxh3 = xxh3_64(text.data(), text.size());
-    nh.file_size = out.size();
-    std::memcpy(out.data(), &nh, sizeof nh);
-    expect_open_error(out, {"corrupt metadata: JSON nested deeper than"});
+    expect_open_error(with_meta_text(text), {"corrupt metadata: JSON nested deeper than"});
 }
 
 }  // namespace
