@@ -130,6 +130,42 @@ struct PrefillAttnArgs {
 bool prefill_attention_supported(DType dt, int head_dim);
 void prefill_attention(const PrefillAttnArgs& a, cudaStream_t s);
 
+// ---- moe.cu ----  mixture-of-experts FFN (docs/ARCHITECTURE.md, "Layers of different kinds").
+// Routing, for n token rows: p = softmax(logits[t, 0:n_experts]) in f32, the top_k largest
+// (descending; equal values keep the lower index first, as torch.topk; cpu::moe_route is the
+// reference), their probabilities renormalised to sum 1 when norm_topk: ids[t*top_k + j],
+// weights[t*top_k + j]. When `table` is non-null (decode, resident experts), also
+// ptrs[t*top_k + j] = table[ids[t*top_k + j]]: the device picks the experts' weights, so the
+// decode graph needs no host round trip.
+void moe_route(const float* logits, int n, int n_experts, int top_k, bool norm_topk, int32_t* ids, float* weights,
+               const void* const* table, const void** ptrs, cudaStream_t s);
+// Decode expert GEMVs for one token. Each selected expert is one contiguous block: gate [ffn,
+// hidden] at its base, up [ffn, hidden] at base + up_offset, down [hidden, ffn] at base +
+// down_offset (bytes; the archive's per-expert block, every expert laid out alike).
+struct MoeGemvArgs {
+    const void* const* experts;   // [top_k] device array: each selected expert's block base
+    size_t up_offset, down_offset;
+    DType wdt;
+    int top_k, ffn, hidden;
+    const float* x;               // [hidden] residual stream (f32)
+    const void* norm_w;           // fused pre-FFN RMSNorm weight [hidden] (wdt)
+    float norm_offset, norm_eps;
+    GateAct act;
+    float* act_out;               // [top_k, ffn]: act(G_j xn) * (U_j xn)
+    float* partial;               // [top_k, hidden]: D_j act_out[j]
+};
+// act_out[j, :] = act(G_j xn) * (U_j xn), xn = rmsnorm(x) * (norm_w + offset), for j < top_k.
+void moe_gemv_gated(const MoeGemvArgs& a, cudaStream_t s);
+// partial[j, :] = D_j act_out[j, :] for j < top_k.
+void moe_gemv_down(const MoeGemvArgs& a, cudaStream_t s);
+// x[t, :] += sum_j weights[t*top_k + j] * y[row(t, j), :] for t < n, j in order 0..top_k-1 (a
+// fixed order: deterministic, no atomics); row(t, j) = rows[t*top_k + j], or t*top_k + j when
+// rows is null. y is f32 [*, hidden].
+void moe_combine(float* x, const float* y, const int32_t* rows, const float* weights, int n, int top_k, int hidden,
+                 cudaStream_t s);
+// Prefill: dst[i, :] = src[idx[i], :] for i < m, rows of `cols` elements of dtype dt.
+void gather_rows(const void* src, const int32_t* idx, int m, int cols, DType dt, void* dst, cudaStream_t s);
+
 // ---- sampling.cu ----
 // *out = argmax(x[0..n)) (lowest index among ties).
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s);
