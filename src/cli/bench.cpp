@@ -181,7 +181,7 @@ int run(Opts o) {
     auto kv_bytes_at = [&](int ctx) {
         uint64_t b = 0;
         for (int il = 0; il < s.n_layers; ++il) {
-            const int vis = s.layer_attn[size_t(il)] == AttnKind::sliding ? std::min(ctx, s.sliding_window) : ctx;
+            const int vis = s.sliding(il) ? std::min(ctx, s.sliding_window) : ctx;
             b += 2 * uint64_t(vis) * uint64_t(s.kv_dim()) * elem;
         }
         return b;

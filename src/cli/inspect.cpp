@@ -20,6 +20,29 @@ struct Opts {
     bool tensors = false;
 };
 
+// The experts of a mixture-of-experts archive: counts, sizes, and the bytes a token reads.
+nlohmann::json experts_json(const tt::Archive& a, const tt::ModelSpec& s) {
+    uint64_t block_bytes = 0, total = 0;
+    size_t n_blocks = 0;
+    for (const auto& b : a.blocks())
+        if (b.name.find(".expert.") != std::string::npos) {
+            block_bytes = std::max(block_bytes, b.nbytes);
+            total += b.nbytes;
+            ++n_blocks;
+        }
+    return {{"n_experts", s.moe.n_experts},
+            {"top_k", s.moe.top_k},
+            {"norm_topk", s.moe.norm_topk},
+            {"expert_ffn_dim", s.moe.expert_ffn_dim},
+            {"shared_ffn_dim", s.moe.shared_ffn_dim},
+            {"moe_layers", s.n_moe_layers()},
+            {"expert_blocks", n_blocks},
+            {"expert_block_bytes", block_bytes},
+            {"expert_bytes", total},
+            {"params", s.n_params()},
+            {"active_params", s.n_active_params()}};
+}
+
 int run(const Opts& o) {
     const tt::Archive a = tt::Archive::open(o.path);
     const tt::ModelSpec s = tt::spec_from_archive(a);
@@ -44,6 +67,7 @@ int run(const Opts& o) {
         j["tensor_bytes"] = total;
         for (const auto& [dt, e] : by_dtype) j["dtypes"][dt] = {{"tensors", e.first}, {"bytes", e.second}};
         j["blocks"] = meta["blocks"];
+        if (s.has_moe()) j["experts"] = experts_json(a, s);
         j["tokenizer"] = {{"kind", tok_kind}};
         for (const auto& f : a.files()) j["files"].push_back({{"name", f.name}, {"bytes", f.nbytes}});
         j["generation"] = meta.value("generation", nlohmann::json::object());
@@ -71,9 +95,21 @@ int run(const Opts& o) {
     fmt::print("rope         {}\n", rope_str(s.rope));
     if (!(s.rope_local == s.rope)) fmt::print("rope (local) {}\n", rope_str(s.rope_local));
     std::string kinds;
-    for (auto k : s.layer_attn) kinds += k == tt::AttnKind::full ? 'F' : 'S';
-    fmt::print("layers       {} (F full, S sliding)\n", kinds);
+    for (const auto& l : s.layers) {
+        kinds += l.attn == tt::AttnKind::full ? 'F' : 'S';
+        if (s.has_moe()) kinds += l.ffn == tt::FfnKind::moe ? "e " : "d ";
+    }
+    fmt::print("layers       {} (F full, S sliding attention{})\n", kinds, s.has_moe() ? "; e experts, d dense MLP" : "");
     fmt::print("mlp          gated {}{}\n", tt::activation_name(s.activation), s.mlp_bias ? " with biases" : "");
+    if (s.has_moe()) {
+        const nlohmann::json e = experts_json(a, s);
+        fmt::print("experts      {} per layer in {} layers, top {} per token{}  expert ffn {}{}\n", s.moe.n_experts,
+                   s.n_moe_layers(), s.moe.top_k, s.moe.norm_topk ? " (renormalised)" : "", s.moe.expert_ffn_dim,
+                   s.moe.shared_ffn_dim ? fmt::format("  shared expert ffn {}{}", s.moe.shared_ffn_dim, s.moe.shared_gate ? " (sigmoid gate)" : "") : "");
+        fmt::print("             {} per expert block; a token uses {:.2f} M of {:.2f} M parameters\n",
+                   tt::format_bytes(double(e["expert_block_bytes"].get<uint64_t>())), double(s.n_active_params()) / 1e6,
+                   double(s.n_params()) / 1e6);
+    }
     fmt::print("embeddings   {}{}\n", s.tied_embeddings ? "tied to the output head" : "separate output head",
                s.embed_scale != 1.0f ? fmt::format("  scaled by {:g}", s.embed_scale) : "");
     // note: the archive fixes no profile; run/bench/validate pick one with --profile.
@@ -85,7 +121,23 @@ int run(const Opts& o) {
     fmt::print("tensors      {} in total\n", a.tensors().size());
     for (const auto& [dt, e] : by_dtype) fmt::print("  {:<5} {:5} tensors  {}\n", dt, e.first, tt::format_bytes(double(e.second)));
     fmt::print("blocks (contiguous, 4 KiB aligned):\n");
-    for (const auto& b : a.blocks()) fmt::print("  {:<10} offset {:>12}  {}\n", b.name, b.offset, tt::format_bytes(double(b.nbytes)));
+    // note: a layer's expert blocks are one line (Qwen3-30B-A3B has 128 of them per layer).
+    const auto& blocks = a.blocks();
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const auto& b = blocks[i];
+        const auto pos = b.name.find(".expert.");
+        if (pos == std::string::npos) {
+            fmt::print("  {:<10} offset {:>12}  {}\n", b.name, b.offset, tt::format_bytes(double(b.nbytes)));
+            continue;
+        }
+        const std::string layer = b.name.substr(0, pos);
+        size_t j = i;
+        uint64_t bytes = 0;
+        while (j < blocks.size() && blocks[j].name.rfind(layer + ".expert.", 0) == 0) bytes += blocks[j++].nbytes;
+        fmt::print("  {:<10} offset {:>12}  {} ({} blocks {} .. {}, {} each)\n", layer + ".experts", b.offset,
+                   tt::format_bytes(double(bytes)), j - i, b.name, blocks[j - 1].name, tt::format_bytes(double(b.nbytes)));
+        i = j - 1;
+    }
     if (meta.contains("provenance")) {
         const auto& p = meta["provenance"];
         fmt::print("source       {} (converted {} by {}, dtype {})\n", p.value("source", "?"), p.value("created", "?"),

@@ -21,7 +21,43 @@ constexpr ArchEntry k_archs[] = {
     {"LlamaForCausalLM", Arch::llama, false},  {"MistralForCausalLM", Arch::mistral, false},
     {"Qwen2ForCausalLM", Arch::qwen2, false},  {"Qwen3ForCausalLM", Arch::qwen3, false},
     {"Phi3ForCausalLM", Arch::phi3, false},    {"Gemma3ForCausalLM", Arch::gemma3, true},
+    {"Qwen3MoeForCausalLM", Arch::qwen3_moe, false}, {"MixtralForCausalLM", Arch::mixtral, false},
 };
+
+// Which layers are mixtures of experts, and their sizes (transformers' Qwen3MoeDecoderLayer /
+// MixtralDecoderLayer / Qwen2MoeDecoderLayer).
+void parse_moe(const ConfigFields& c, ModelSpec& s) {
+    MoeSpec& m = s.moe;
+    // note: Qwen3-MoE configs on the Hub name the count num_experts; transformers 5 writes
+    // num_local_experts (Mixtral's name) for both.
+    const char* count_key = c.has("num_experts") ? "num_experts" : "num_local_experts";
+    m.n_experts = int(c.req_int(count_key, 1, spec_limits::experts));
+    m.top_k = int(c.req_int("num_experts_per_tok", 1, spec_limits::experts));
+    if (m.top_k > m.n_experts)
+        fail("{}: 'num_experts_per_tok' {} is more than '{}' {}", c.file(), m.top_k, count_key, m.n_experts);
+    if (s.arch == Arch::mixtral) {
+        // MixtralBlockSparseTop2MLP: the experts are intermediate_size wide; top-k always renormalised.
+        m.expert_ffn_dim = s.ffn_dim;
+        m.norm_topk = true;
+    } else {
+        m.expert_ffn_dim = int(c.req_int("moe_intermediate_size", 1, spec_limits::width));
+        m.norm_topk = c.opt_bool("norm_topk_prob", false);
+    }
+    m.shared_ffn_dim = int(c.opt_int("shared_expert_intermediate_size", 0, 0, spec_limits::width));
+    m.shared_gate = m.shared_ffn_dim > 0;  // Qwen2-MoE: shared_expert_gate, a sigmoid of one row
+    // Qwen3-MoE: layer i is sparse unless listed in mlp_only_layers, every decoder_sparse_step-th.
+    const int step = int(c.opt_int("decoder_sparse_step", 1, 1, spec_limits::layers));
+    std::vector<bool> dense_only(size_t(s.n_layers), false);
+    if (const auto only = c.opt_int_list("mlp_only_layers", 0, spec_limits::layers - 1)) {
+        for (int64_t i : *only) {
+            if (i >= s.n_layers) fail("{}: 'mlp_only_layers' names layer {}, but the model has {} layers", c.file(), i, s.n_layers);
+            dense_only[size_t(i)] = true;
+        }
+    }
+    for (int i = 0; i < s.n_layers; ++i)
+        if (!dense_only[size_t(i)] && (i + 1) % step == 0) s.layers[size_t(i)].ffn = FfnKind::moe;
+    if (!s.has_moe()) m = MoeSpec{};  // every layer dense: an ordinary model
+}
 
 // transformers' get_mscale for yarn.
 double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
@@ -131,7 +167,7 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     default: s.qkv_bias = s.o_bias = attention_bias; break;
     }
     s.mlp_bias = c.opt_bool("mlp_bias", false);
-    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::gemma3;
+    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe || s.arch == Arch::gemma3;
 
     // Activation of the gated MLP.
     const std::string act = c.has("hidden_activation") ? c.opt_str("hidden_activation", "") : c.opt_str("hidden_act", "silu");
@@ -141,28 +177,29 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
 
     // Which layers use a sliding window.
     int window = int(c.opt_int("sliding_window", 0, 0, spec_limits::positions));
-    if ((s.arch == Arch::qwen2 || s.arch == Arch::qwen3) && !c.opt_bool("use_sliding_window", false))
+    if ((s.arch == Arch::qwen2 || s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe) && !c.opt_bool("use_sliding_window", false))
         window = 0;  // Qwen configs carry a sliding_window that is off unless use_sliding_window
     const auto layer_types = c.opt_str_list("layer_types");
     if (layer_types && int(layer_types->size()) != s.n_layers)
         fail("{}: 'layer_types' must list {} layers, lists {}", ctx, s.n_layers, layer_types->size());
-    s.layer_attn.assign(size_t(s.n_layers), AttnKind::full);
+    s.layers.assign(size_t(s.n_layers), LayerSpec{});
     if (layer_types) {
         for (int i = 0; i < s.n_layers; ++i) {
             const std::string& t = (*layer_types)[size_t(i)];
-            if (t == "sliding_attention") s.layer_attn[size_t(i)] = window > 0 ? AttnKind::sliding : AttnKind::full;
+            if (t == "sliding_attention") s.layers[size_t(i)].attn = window > 0 ? AttnKind::sliding : AttnKind::full;
             else if (t != "full_attention") fail("{}: layer type '{}' is not supported", ctx, t);
         }
     } else if (s.arch == Arch::gemma3) {
         // Older Gemma 3 configs: every sliding_window_pattern-th layer is global.
         const int pattern = int(c.opt_int("sliding_window_pattern", c.opt_int("_sliding_window_pattern", 6, 0, spec_limits::layers), 0, spec_limits::layers));
         for (int i = 0; i < s.n_layers; ++i)
-            s.layer_attn[size_t(i)] = (pattern > 0 && (i + 1) % pattern == 0) || window <= 0 ? AttnKind::full : AttnKind::sliding;
+            s.layers[size_t(i)].attn = (pattern > 0 && (i + 1) % pattern == 0) || window <= 0 ? AttnKind::full : AttnKind::sliding;
     } else if (window > 0) {
-        s.layer_attn.assign(size_t(s.n_layers), AttnKind::sliding);  // Mistral / Phi-3: every layer
+        for (auto& l : s.layers) l.attn = AttnKind::sliding;  // Mistral / Mixtral / Phi-3: every layer
     }
     bool any_sliding = false;
-    for (auto k : s.layer_attn) any_sliding |= k == AttnKind::sliding;
+    for (const auto& l : s.layers) any_sliding |= l.attn == AttnKind::sliding;
+    if (s.arch == Arch::qwen3_moe || s.arch == Arch::mixtral) parse_moe(c, s);
     s.sliding_window = any_sliding ? window : 0;
 
     // RoPE. Gemma 3 has one parameter set per layer type.

@@ -3,6 +3,8 @@
 #include "core/error.h"
 #include "model/config_fields.h"
 
+#include <fmt/format.h>
+
 namespace tt {
 
 namespace {
@@ -12,13 +14,16 @@ struct EnumName {
     std::string_view name;
 };
 constexpr EnumName<Arch> k_arch_names[] = {{Arch::llama, "llama"}, {Arch::mistral, "mistral"}, {Arch::qwen2, "qwen2"},
-                                           {Arch::qwen3, "qwen3"}, {Arch::phi3, "phi3"},       {Arch::gemma3, "gemma3"}};
+                                           {Arch::qwen3, "qwen3"}, {Arch::phi3, "phi3"},       {Arch::gemma3, "gemma3"},
+                                           {Arch::qwen3_moe, "qwen3_moe"}, {Arch::mixtral, "mixtral"}};
 constexpr EnumName<Activation> k_act_names[] = {{Activation::silu, "silu"}, {Activation::gelu_tanh, "gelu_tanh"}};
 constexpr EnumName<RopeScaling> k_rope_names[] = {{RopeScaling::none, "none"},
                                                   {RopeScaling::linear, "linear"},
                                                   {RopeScaling::llama3, "llama3"},
                                                   {RopeScaling::yarn, "yarn"}};
 constexpr EnumName<AttnKind> k_attn_names[] = {{AttnKind::full, "full"}, {AttnKind::sliding, "sliding"}};
+constexpr EnumName<MixerKind> k_mixer_names[] = {{MixerKind::attention, "attention"}};
+constexpr EnumName<FfnKind> k_ffn_names[] = {{FfnKind::dense, "dense"}, {FfnKind::moe, "moe"}};
 
 template <typename E, size_t N>
 std::string_view to_name(const EnumName<E> (&table)[N], E v) {
@@ -67,24 +72,50 @@ RopeSpec rope_from_json(const ConfigFields& j) {
 std::string_view arch_name(Arch a) { return to_name(k_arch_names, a); }
 std::string_view activation_name(Activation a) { return to_name(k_act_names, a); }
 std::string_view rope_scaling_name(RopeScaling s) { return to_name(k_rope_names, s); }
+std::string_view mixer_name(MixerKind k) { return to_name(k_mixer_names, k); }
+std::string_view ffn_name(FfnKind k) { return to_name(k_ffn_names, k); }
 
-uint64_t ModelSpec::n_params() const {
-    const uint64_t h = uint64_t(hidden_dim), q = uint64_t(q_dim()), kv = uint64_t(kv_dim()), f = uint64_t(ffn_dim);
-    uint64_t per_layer = h * q + 2 * h * kv + q * h + 3 * h * f + 2 * h;
-    if (qkv_bias) per_layer += q + 2 * kv;
-    if (o_bias) per_layer += h;
-    if (mlp_bias) per_layer += 2 * f + h;
-    if (qk_norm) per_layer += 2 * uint64_t(head_dim);
-    if (sandwich_norm) per_layer += 2 * h;
-    uint64_t n = uint64_t(n_layers) * per_layer + uint64_t(vocab_size) * h + h;
-    if (!tied_embeddings) n += uint64_t(vocab_size) * h;
+bool ModelSpec::has_moe() const { return n_moe_layers() > 0; }
+int ModelSpec::n_moe_layers() const {
+    int n = 0;
+    for (const auto& l : layers) n += l.ffn == FfnKind::moe;
     return n;
 }
 
+namespace {
+// Parameters of the spec with `experts_counted` experts per MoE layer.
+uint64_t count_params(const ModelSpec& s, uint64_t experts_counted) {
+    const uint64_t h = uint64_t(s.hidden_dim), q = uint64_t(s.q_dim()), kv = uint64_t(s.kv_dim());
+    auto mlp = [&](uint64_t f) { return 3 * h * f + (s.mlp_bias ? 2 * f + h : 0); };
+    uint64_t n = uint64_t(s.vocab_size) * h + h;
+    if (!s.tied_embeddings) n += uint64_t(s.vocab_size) * h;
+    for (const LayerSpec& l : s.layers) {
+        uint64_t per_layer = h * q + 2 * h * kv + q * h + 2 * h;
+        if (s.qkv_bias) per_layer += q + 2 * kv;
+        if (s.o_bias) per_layer += h;
+        if (s.qk_norm) per_layer += 2 * uint64_t(s.head_dim);
+        if (s.sandwich_norm) per_layer += 2 * h;
+        if (l.ffn == FfnKind::dense) {
+            per_layer += mlp(uint64_t(s.ffn_dim));
+        } else {
+            per_layer += uint64_t(s.moe.n_experts) * h + experts_counted * mlp(uint64_t(s.moe.expert_ffn_dim));
+            if (s.moe.shared_ffn_dim > 0) per_layer += mlp(uint64_t(s.moe.shared_ffn_dim)) + (s.moe.shared_gate ? h : 0);
+        }
+        n += per_layer;
+    }
+    return n;
+}
+}  // namespace
+
+uint64_t ModelSpec::n_params() const { return count_params(*this, uint64_t(moe.n_experts)); }
+uint64_t ModelSpec::n_active_params() const { return count_params(*this, uint64_t(moe.top_k)); }
+
 nlohmann::json spec_to_json(const ModelSpec& s) {
     nlohmann::json layers = nlohmann::json::array();
-    for (auto k : s.layer_attn) layers.push_back(to_name(k_attn_names, k));
-    return {{"arch", arch_name(s.arch)},
+    for (const auto& l : s.layers)
+        layers.push_back({{"mixer", mixer_name(l.mixer)}, {"attn", to_name(k_attn_names, l.attn)}, {"ffn", ffn_name(l.ffn)}});
+    return {{"format_version", k_spec_version},
+            {"arch", arch_name(s.arch)},
             {"hf_architecture", s.hf_architecture},
             {"n_layers", s.n_layers},
             {"hidden_dim", s.hidden_dim},
@@ -103,11 +134,17 @@ nlohmann::json spec_to_json(const ModelSpec& s) {
             {"attn_scale", s.attn_scale},
             {"attn_softcap", s.attn_softcap},
             {"sliding_window", s.sliding_window},
-            {"layer_attn", layers},
+            {"layers", layers},
             {"rope", rope_to_json(s.rope)},
             {"rope_local", rope_to_json(s.rope_local)},
             {"activation", activation_name(s.activation)},
             {"mlp_bias", s.mlp_bias},
+            {"moe", {{"n_experts", s.moe.n_experts},
+                     {"top_k", s.moe.top_k},
+                     {"expert_ffn_dim", s.moe.expert_ffn_dim},
+                     {"norm_topk", s.moe.norm_topk},
+                     {"shared_ffn_dim", s.moe.shared_ffn_dim},
+                     {"shared_gate", s.moe.shared_gate}}},
             {"embed_scale", s.embed_scale},
             {"tied_embeddings", s.tied_embeddings},
             {"final_softcap", s.final_softcap},
@@ -121,6 +158,11 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
     // validate_spec so that its messages are the same for both sources.
     using namespace spec_limits;
     const ConfigFields j(json, ctx);
+    // Version 1 (no "format_version"): the spec before layers had kinds.
+    const int64_t version = j.opt_int("format_version", 1, 1, INT32_MAX);
+    if (version > k_spec_version)
+        fail("{}: spec format version {} was written by a newer ThinTensor (this build reads versions up to {}); "
+             "upgrade ThinTensor or re-convert the model with this one", ctx, version, k_spec_version);
     ModelSpec s;
     s.arch = from_name(k_arch_names, j.req_str("arch"), "architecture", ctx);
     s.hf_architecture = j.req_str("hf_architecture");
@@ -141,14 +183,37 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
     s.attn_scale = float(j.req_num("attn_scale"));
     s.attn_softcap = float(j.req_num("attn_softcap"));
     s.sliding_window = int(j.req_int("sliding_window", 0, positions));
-    const auto kinds = j.opt_str_list("layer_attn");
-    if (!kinds) fail("{}: missing 'layer_attn'", ctx);
-    if (int(kinds->size()) != s.n_layers) fail("{}: {} layer types for {} layers", ctx, kinds->size(), s.n_layers);
-    for (const auto& k : *kinds) s.layer_attn.push_back(from_name(k_attn_names, k, "layer kind", ctx));
+    if (version == 1) {
+        const auto kinds = j.opt_str_list("layer_attn");
+        if (!kinds) fail("{}: missing 'layer_attn'", ctx);
+        if (int(kinds->size()) != s.n_layers) fail("{}: {} layer types for {} layers", ctx, kinds->size(), s.n_layers);
+        for (const auto& k : *kinds) s.layers.push_back({MixerKind::attention, from_name(k_attn_names, k, "layer kind", ctx), FfnKind::dense});
+    } else {
+        const nlohmann::json* layers_json = j.find("layers");
+        if (!layers_json || !layers_json->is_array()) fail("{}: missing 'layers' (a list of layer descriptions)", ctx);
+        if (int64_t(layers_json->size()) != s.n_layers) fail("{}: {} layer types for {} layers", ctx, layers_json->size(), s.n_layers);
+        for (size_t i = 0; i < layers_json->size(); ++i) {
+            const std::string lctx = fmt::format("{}: layers[{}]", ctx, i);
+            if (!(*layers_json)[i].is_object()) fail("{}: not an object", lctx);
+            const ConfigFields l((*layers_json)[i], ctx, fmt::format("layers[{}].", i));
+            s.layers.push_back({from_name(k_mixer_names, l.req_str("mixer"), "layer mixer", lctx),
+                                from_name(k_attn_names, l.req_str("attn"), "attention kind", lctx),
+                                from_name(k_ffn_names, l.req_str("ffn"), "layer FFN kind", lctx)});
+        }
+    }
     s.rope = rope_from_json(j.req_object("rope"));
     s.rope_local = rope_from_json(j.req_object("rope_local"));
     s.activation = from_name(k_act_names, j.req_str("activation"), "activation", ctx);
     s.mlp_bias = j.req_bool("mlp_bias");
+    if (version >= 2) {
+        const ConfigFields m = j.req_object("moe");
+        s.moe.n_experts = int(m.req_int("n_experts", 0, experts));
+        s.moe.top_k = int(m.req_int("top_k", 0, experts));
+        s.moe.expert_ffn_dim = int(m.req_int("expert_ffn_dim", 0, width));
+        s.moe.norm_topk = m.req_bool("norm_topk");
+        s.moe.shared_ffn_dim = int(m.req_int("shared_ffn_dim", 0, width));
+        s.moe.shared_gate = m.req_bool("shared_gate");
+    }
     s.embed_scale = float(j.req_num("embed_scale"));
     s.tied_embeddings = j.req_bool("tied_embeddings");
     s.final_softcap = float(j.req_num("final_softcap"));
@@ -174,8 +239,19 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
     positive(s.max_context, "max_position_embeddings");
     if (s.n_heads % s.n_kv_heads != 0)
         fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", ctx, s.n_heads, s.n_kv_heads);
-    if (int(s.layer_attn.size()) != s.n_layers)
-        fail("{}: {} layer types for {} layers", ctx, s.layer_attn.size(), s.n_layers);
+    if (int(s.layers.size()) != s.n_layers)
+        fail("{}: {} layer types for {} layers", ctx, s.layers.size(), s.n_layers);
+    if (s.has_moe()) {
+        const MoeSpec& m = s.moe;
+        if (m.n_experts <= 0) fail("{}: num_experts must be positive in a mixture-of-experts model, got {}", ctx, m.n_experts);
+        if (m.top_k <= 0 || m.top_k > m.n_experts)
+            fail("{}: num_experts_per_tok {} must be between 1 and num_experts {}", ctx, m.top_k, m.n_experts);
+        if (m.expert_ffn_dim <= 0) fail("{}: the experts' intermediate size must be positive, got {}", ctx, m.expert_ffn_dim);
+        if (m.shared_ffn_dim < 0) fail("{}: shared_expert_intermediate_size must not be negative", ctx);
+        if (m.shared_gate && m.shared_ffn_dim == 0) fail("{}: a shared-expert gate without a shared expert", ctx);
+    } else if (s.moe != MoeSpec{}) {
+        fail("{}: mixture-of-experts sizes given but no layer is a mixture of experts", ctx);
+    }
     for (const RopeSpec* r : {&s.rope, &s.rope_local}) {
         if (r->rotary_dim <= 0 || r->rotary_dim > s.head_dim || r->rotary_dim % 2 != 0)
             fail("{}: rotary dimension {} must be even and within head_dim {}", ctx, r->rotary_dim, s.head_dim);
@@ -184,8 +260,8 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
         if ((r->scaling == RopeScaling::llama3 || r->scaling == RopeScaling::yarn) && r->original_max_position <= 0)
             fail("{}: rope scaling {} needs original_max_position_embeddings", ctx, rope_scaling_name(r->scaling));
     }
-    for (auto k : s.layer_attn)
-        if (k == AttnKind::sliding && s.sliding_window <= 0) fail("{}: sliding layer without a sliding_window", ctx);
+    for (const auto& l : s.layers)
+        if (l.attn == AttnKind::sliding && s.sliding_window <= 0) fail("{}: sliding layer without a sliding_window", ctx);
     if (!(s.norm_eps > 0)) fail("{}: rms_norm_eps must be positive", ctx);
     // note: the BOS id is fed to the embedding lookup, so it must be a row of it; EOS ids are only
     // compared with sampled ids, and tiny test configs keep their parent's (out-of-vocab) ones.

@@ -28,11 +28,44 @@ constexpr int64_t head_dim = 4096;
 constexpr int64_t vocab = 1 << 24;
 constexpr int64_t positions = 1 << 24;  // max_context, sliding_window, rope original context
 constexpr int64_t token_id = INT32_MAX;
+constexpr int64_t experts = 1024;       // DeepSeek-V3: 256 routed experts
 }  // namespace spec_limits
 
-enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3 };
+enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3, qwen3_moe, mixtral };
 enum class Activation { silu, gelu_tanh };  // the gate activation of the gated MLP
-enum class AttnKind { full, sliding };      // per layer
+enum class AttnKind { full, sliding };      // attention layers: every key, or a sliding window
+// What mixes information across positions in a layer. Attention today; Qwen3.5's Gated DeltaNet
+// (linear attention) is the next kind.
+enum class MixerKind { attention };
+// What a layer's feed-forward half is: one gated MLP, or a mixture of experts (MoeSpec).
+enum class FfnKind { dense, moe };
+
+// One decoder layer: its mixer and its FFN. Every loop over layers (tensor plan, binder, both
+// backends, the planner) reads this, so a model whose layers differ is a description, not
+// another forward pass.
+struct LayerSpec {
+    MixerKind mixer = MixerKind::attention;
+    AttnKind attn = AttnKind::full;  // attention mixers
+    FfnKind ffn = FfnKind::dense;
+
+    bool operator==(const LayerSpec&) const = default;
+};
+
+// The mixture-of-experts FFN shared by every FfnKind::moe layer (Qwen3-MoE, Mixtral, Qwen3.5-MoE):
+// a router picks top_k of n_experts gated MLPs of width expert_ffn_dim per token and sums their
+// outputs weighted by the router's softmax probabilities (renormalised over the kept ones when
+// norm_topk). Qwen2-MoE-style models add a shared expert every token uses, of width
+// shared_ffn_dim, its output scaled by sigmoid(shared_gate . x) when shared_gate.
+struct MoeSpec {
+    int n_experts = 0;
+    int top_k = 0;
+    int expert_ffn_dim = 0;
+    bool norm_topk = false;
+    int shared_ffn_dim = 0;   // 0 = no shared expert
+    bool shared_gate = false;
+
+    bool operator==(const MoeSpec&) const = default;
+};
 enum class RopeScaling { none, linear, llama3, yarn };
 
 struct RopeSpec {
@@ -64,7 +97,7 @@ struct ModelSpec {
     int n_heads = 0;                 // query heads
     int n_kv_heads = 0;              // key/value heads (GQA when < n_heads)
     int head_dim = 0;                // may differ from hidden_dim / n_heads (Qwen3, Gemma 3)
-    int ffn_dim = 0;                 // MLP intermediate width
+    int ffn_dim = 0;                 // MLP intermediate width of dense layers
     int vocab_size = 0;
     int max_context = 0;             // max_position_embeddings
 
@@ -80,13 +113,14 @@ struct ModelSpec {
     float attn_scale = 0.0f;         // softmax scale; 1/sqrt(head_dim) unless the config says otherwise
     float attn_softcap = 0.0f;       // tanh soft-capping of attention scores; 0 = off
     int sliding_window = 0;          // keys visible to a sliding layer, itself included; 0 = none
-    std::vector<AttnKind> layer_attn;  // one per layer
+    std::vector<LayerSpec> layers;   // one per layer: its mixer and FFN kinds
     RopeSpec rope;                   // RoPE of full-attention layers
     RopeSpec rope_local;             // RoPE of sliding layers (== rope unless the model differs)
 
-    // MLP: down(act(gate(x)) * up(x)).
+    // MLP: down(act(gate(x)) * up(x)), for dense layers and for each expert.
     Activation activation = Activation::silu;
     bool mlp_bias = false;
+    MoeSpec moe;                     // when any layer's ffn is FfnKind::moe
 
     // Embeddings and output.
     float embed_scale = 1.0f;        // multiplies the token embeddings (Gemma: sqrt(hidden_dim))
@@ -99,11 +133,15 @@ struct ModelSpec {
 
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }
-    const RopeSpec& rope_for_layer(int il) const {
-        return layer_attn[size_t(il)] == AttnKind::sliding ? rope_local : rope;
-    }
-    // Number of weights (parameters) the spec implies.
+    bool sliding(int il) const { return layers[size_t(il)].attn == AttnKind::sliding; }
+    bool is_moe(int il) const { return layers[size_t(il)].ffn == FfnKind::moe; }
+    bool has_moe() const;
+    int n_moe_layers() const;
+    const RopeSpec& rope_for_layer(int il) const { return sliding(il) ? rope_local : rope; }
+    // Number of weights (parameters) the spec implies, and of those one token uses (every expert
+    // counted in the first, top_k per MoE layer in the second; equal for dense models).
     uint64_t n_params() const;
+    uint64_t n_active_params() const;
 
     bool operator==(const ModelSpec&) const = default;
 };
@@ -111,13 +149,19 @@ struct ModelSpec {
 std::string_view arch_name(Arch a);
 std::string_view activation_name(Activation a);
 std::string_view rope_scaling_name(RopeScaling s);
+std::string_view mixer_name(MixerKind k);
+std::string_view ffn_name(FfnKind k);
 
 // The spec as stored in the archive's metadata ("spec"), and back. from_json checks every field's
 // type and range and throws tt::Error ("<context>: ...") on anything missing, unknown or
 // inconsistent; `context` names the source (spec_from_archive passes "<archive path>: spec").
+// The JSON carries "format_version" (k_spec_version); a spec without one is version 1 (archives
+// written before layers had kinds: "layer_attn" lists attention kinds, every FFN dense), and a
+// version above k_spec_version is refused as written by a newer ThinTensor.
+inline constexpr int k_spec_version = 2;
 nlohmann::json spec_to_json(const ModelSpec& s);
 ModelSpec spec_from_json(const nlohmann::json& j, const std::string& context = "archive spec");
-// Checks internal consistency (positive dims, heads divide, layer_attn size...).
+// Checks internal consistency (positive dims, heads divide, one LayerSpec per layer, MoE sizes...).
 void validate_spec(const ModelSpec& s, const std::string& context);
 
 }  // namespace tt

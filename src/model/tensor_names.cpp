@@ -39,6 +39,15 @@ constexpr NameRow k_names[] = {
     {Role::ffn_gate_bias, "blk.{}.ffn_gate.bias", "model.layers.{}.mlp.gate_proj.bias"},
     {Role::ffn_up_bias, "blk.{}.ffn_up.bias", "model.layers.{}.mlp.up_proj.bias"},
     {Role::ffn_down_bias, "blk.{}.ffn_down.bias", "model.layers.{}.mlp.down_proj.bias"},
+    // The second {} of an expert's name is the expert index.
+    {Role::moe_router, "blk.{}.ffn_gate_inp.weight", "model.layers.{}.mlp.gate.weight"},
+    {Role::expert_gate, "blk.{}.expert.{}.ffn_gate.weight", "model.layers.{}.mlp.experts.{}.gate_proj.weight"},
+    {Role::expert_up, "blk.{}.expert.{}.ffn_up.weight", "model.layers.{}.mlp.experts.{}.up_proj.weight"},
+    {Role::expert_down, "blk.{}.expert.{}.ffn_down.weight", "model.layers.{}.mlp.experts.{}.down_proj.weight"},
+    {Role::shexp_gate, "blk.{}.ffn_gate_shexp.weight", "model.layers.{}.mlp.shared_expert.gate_proj.weight"},
+    {Role::shexp_up, "blk.{}.ffn_up_shexp.weight", "model.layers.{}.mlp.shared_expert.up_proj.weight"},
+    {Role::shexp_down, "blk.{}.ffn_down_shexp.weight", "model.layers.{}.mlp.shared_expert.down_proj.weight"},
+    {Role::shexp_gate_inp, "blk.{}.ffn_gate_inp_shexp.weight", "model.layers.{}.mlp.shared_expert_gate.weight"},
 };
 
 // Architectures whose HF checkpoints name a role differently.
@@ -57,6 +66,11 @@ constexpr OverrideRow k_overrides[] = {
     {Arch::phi3, Role::attn_v, "model.layers.{}.self_attn.qkv_proj.weight"},
     {Arch::phi3, Role::ffn_gate, "model.layers.{}.mlp.gate_up_proj.weight"},
     {Arch::phi3, Role::ffn_up, "model.layers.{}.mlp.gate_up_proj.weight"},
+    // Mixtral's block_sparse_moe: w1 is the gate, w3 the up and w2 the down projection.
+    {Arch::mixtral, Role::moe_router, "model.layers.{}.block_sparse_moe.gate.weight"},
+    {Arch::mixtral, Role::expert_gate, "model.layers.{}.block_sparse_moe.experts.{}.w1.weight"},
+    {Arch::mixtral, Role::expert_up, "model.layers.{}.block_sparse_moe.experts.{}.w3.weight"},
+    {Arch::mixtral, Role::expert_down, "model.layers.{}.block_sparse_moe.experts.{}.w2.weight"},
 };
 
 const NameRow& row(Role r) {
@@ -65,20 +79,22 @@ const NameRow& row(Role r) {
     TT_ASSERT(false, "role {} has no name", int(r));
 }
 
-std::string fill(const char* pattern, int layer) {
+// The pattern with its {} filled: the first with the layer, the second with the expert.
+std::string fill(const char* pattern, int layer, int expert) {
     std::string s = pattern;
-    const auto pos = s.find("{}");
-    if (pos != std::string::npos) {
-        TT_ASSERT(layer >= 0, "per-layer tensor {} needs a layer", pattern);
-        s.replace(pos, 2, std::to_string(layer));
+    for (int index : {layer, expert}) {
+        const auto pos = s.find("{}");
+        if (pos == std::string::npos) break;
+        TT_ASSERT(index >= 0, "tensor {} needs a layer (and an expert) index", pattern);
+        s.replace(pos, 2, std::to_string(index));
     }
     return s;
 }
 
-std::string hf_name(Arch arch, Role r, int layer) {
+std::string hf_name(Arch arch, Role r, int layer, int expert) {
     for (const auto& o : k_overrides)
-        if (o.arch == arch && o.role == r) return fill(o.hf, layer);
-    return fill(row(r).hf, layer);
+        if (o.arch == arch && o.role == r) return fill(o.hf, layer, expert);
+    return fill(row(r).hf, layer, expert);
 }
 
 }  // namespace
@@ -96,13 +112,14 @@ int hf_layer_index(std::string_view name) {
     return int(n);
 }
 
-std::string tensor_name(Role role, int layer) { return fill(row(role).internal, layer); }
+std::string tensor_name(Role role, int layer, int expert) { return fill(row(role).internal, layer, expert); }
+std::string expert_block_name(int layer, int expert) { return fmt::format("layer.{}.expert.{}", layer, expert); }
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const int64_t h = s.hidden_dim, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn_dim, v = s.vocab_size, hd = s.head_dim;
     std::vector<TensorPlan> out;
-    auto add = [&](Role r, int layer, Shape shape, const std::string& block) {
-        TensorPlan p{r, layer, tensor_name(r, layer), shape, block, hf_name(s.arch, r, layer), 0, shape, ""};
+    auto add = [&](Role r, int layer, Shape shape, const std::string& block, int expert = -1) {
+        TensorPlan p{r, layer, tensor_name(r, layer, expert), shape, block, hf_name(s.arch, r, layer, expert), 0, shape, "", expert};
         if (s.arch == Arch::phi3) {  // rows of the fused matrices
             switch (r) {
             case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {q + 2 * kv, h}; break;
@@ -136,15 +153,36 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
         if (s.o_bias) add(Role::attn_o_bias, il, {h}, b);
         if (s.sandwich_norm) add(Role::attn_post_norm, il, {h}, b);
         add(Role::ffn_norm, il, {h}, b);
-        add(Role::ffn_gate, il, {f, h}, b);
-        add(Role::ffn_up, il, {f, h}, b);
-        add(Role::ffn_down, il, {h, f}, b);
-        if (s.mlp_bias) {
-            add(Role::ffn_gate_bias, il, {f}, b);
-            add(Role::ffn_up_bias, il, {f}, b);
-            add(Role::ffn_down_bias, il, {h}, b);
+        if (s.layers[size_t(il)].ffn == FfnKind::dense) {
+            add(Role::ffn_gate, il, {f, h}, b);
+            add(Role::ffn_up, il, {f, h}, b);
+            add(Role::ffn_down, il, {h, f}, b);
+            if (s.mlp_bias) {
+                add(Role::ffn_gate_bias, il, {f}, b);
+                add(Role::ffn_up_bias, il, {f}, b);
+                add(Role::ffn_down_bias, il, {h}, b);
+            }
+            if (s.sandwich_norm) add(Role::ffn_post_norm, il, {h}, b);
+            continue;
+        }
+        // Mixture of experts: the router and the shared expert stay in the layer's block (every
+        // token reads them); each routed expert is a block of its own.
+        const MoeSpec& m = s.moe;
+        const int64_t ef = m.expert_ffn_dim, sf = m.shared_ffn_dim;
+        add(Role::moe_router, il, {m.n_experts, h}, b);
+        if (sf > 0) {
+            add(Role::shexp_gate, il, {sf, h}, b);
+            add(Role::shexp_up, il, {sf, h}, b);
+            add(Role::shexp_down, il, {h, sf}, b);
+            if (m.shared_gate) add(Role::shexp_gate_inp, il, {1, h}, b);
         }
         if (s.sandwich_norm) add(Role::ffn_post_norm, il, {h}, b);
+        for (int e = 0; e < m.n_experts; ++e) {
+            const std::string eb = expert_block_name(il, e);
+            add(Role::expert_gate, il, {ef, h}, eb, e);
+            add(Role::expert_up, il, {ef, h}, eb, e);
+            add(Role::expert_down, il, {h, ef}, eb, e);
+        }
     }
     add(Role::output_norm, -1, {h}, "output");
     if (!s.tied_embeddings) add(Role::output, -1, {v, h}, "output");

@@ -36,17 +36,29 @@ enum class Role {
     ffn_gate_bias,   // [ffn]
     ffn_up_bias,     // [ffn]
     ffn_down_bias,   // [hidden]
+    // Mixture-of-experts layers (FfnKind::moe) have these instead of the ffn_gate/up/down above.
+    moe_router,      // [n_experts, hidden]   the router ("gate") logits
+    expert_gate,     // [expert_ffn, hidden]  per expert (TensorPlan::expert)
+    expert_up,       // [expert_ffn, hidden]
+    expert_down,     // [hidden, expert_ffn]
+    shexp_gate,      // [shared_ffn, hidden]  the shared expert (Qwen2-MoE style)
+    shexp_up,        // [shared_ffn, hidden]
+    shexp_down,      // [hidden, shared_ffn]
+    shexp_gate_inp,  // [1, hidden]           its sigmoid gate
 };
 
-// Internal name: "token_embd.weight", "blk.3.attn_q.weight", ...
-std::string tensor_name(Role role, int layer = -1);
+// Internal name: "token_embd.weight", "blk.3.attn_q.weight", "blk.3.expert.17.ffn_gate.weight", ...
+std::string tensor_name(Role role, int layer = -1, int expert = -1);
+// The archive block of layer il's expert e: "layer.3.expert.17". Each expert is a block of its
+// own (its gate, up and down back to back), so moving one expert is one contiguous copy.
+std::string expert_block_name(int layer, int expert);
 
 struct TensorPlan {
     Role role;
     int layer;              // -1 for whole-model tensors
     std::string name;       // internal name in the archive
     Shape shape;            // expected shape
-    std::string block;      // "embed", "layer.N", "output": the contiguous group it is stored in
+    std::string block;      // "embed", "layer.N", "layer.N.expert.E", "output": the contiguous group it is stored in
     std::string hf_name;    // source tensor in the HF checkpoint
     // note: Phi-3 fuses q/k/v (and gate/up) into one matrix; the converter splits it, so the runtime
     // sees one layout for every architecture. The slice is rows [hf_row_begin, hf_row_begin + shape[0]).
@@ -55,6 +67,7 @@ struct TensorPlan {
     // note: a tied checkpoint may store the shared matrix under the output head's name only
     // (safetensors drops aliases); the converter then reads it from here.
     std::string hf_alt_name;
+    int expert = -1;        // expert index of the expert_* roles
 };
 
 // The layer N of a per-layer Hugging Face tensor name ("model.layers.N.…", the table's prefix),
@@ -62,7 +75,8 @@ struct TensorPlan {
 // builds a plan for the layers its config.json claims.
 int hf_layer_index(std::string_view hf_name);
 
-// Every tensor the spec implies, in archive order (embed, layer 0..n-1, output).
+// Every tensor the spec implies, in archive order (embed, then per layer its block and, for a
+// mixture-of-experts layer, one block per expert, then output).
 std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);
 
 }  // namespace tt

@@ -5,7 +5,7 @@
 namespace tt {
 
 namespace {
-const TensorView** slot(ModelWeights& w, Role r, int layer) {
+const TensorView** slot(ModelWeights& w, Role r, int layer, int expert) {
     if (layer < 0) {
         switch (r) {
         case Role::token_embd: return &w.token_embd;
@@ -36,6 +36,14 @@ const TensorView** slot(ModelWeights& w, Role r, int layer) {
     case Role::ffn_gate_bias: return &l.b_gate;
     case Role::ffn_up_bias: return &l.b_up;
     case Role::ffn_down_bias: return &l.b_down;
+    case Role::moe_router: return &l.router;
+    case Role::expert_gate: return &l.experts.at(size_t(expert)).gate;
+    case Role::expert_up: return &l.experts.at(size_t(expert)).up;
+    case Role::expert_down: return &l.experts.at(size_t(expert)).down;
+    case Role::shexp_gate: return &l.shexp_gate;
+    case Role::shexp_up: return &l.shexp_up;
+    case Role::shexp_down: return &l.shexp_down;
+    case Role::shexp_gate_inp: return &l.shexp_gate_inp;
     default: TT_ASSERT(false);
     }
 }
@@ -44,6 +52,8 @@ const TensorView** slot(ModelWeights& w, Role r, int layer) {
 ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
     ModelWeights w;
     w.layers.resize(size_t(spec.n_layers));
+    for (int il = 0; il < spec.n_layers; ++il)
+        if (spec.is_moe(il)) w.layers[size_t(il)].experts.resize(size_t(spec.moe.n_experts));
     for (const TensorPlan& p : plan_tensors(spec)) {
         const ArchiveTensor* t = a.find(p.name);
         if (!t) fail("{}: missing tensor '{}' ({} needs it)", a.path(), p.name, spec.hf_architecture);
@@ -51,7 +61,9 @@ ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
             fail("{}: tensor '{}': expected shape {}, found {}", a.path(), p.name, shape_str(p.shape), shape_str(t->view.shape));
         if (!dtype_is_float(t->view.dtype))
             fail("{}: tensor '{}': expected a float dtype, found {}", a.path(), p.name, dtype_name(t->view.dtype));
-        *slot(w, p.role, p.layer) = &t->view;
+        if (t->block != p.block)
+            fail("{}: tensor '{}' is stored in block '{}', expected '{}'", a.path(), p.name, t->block, p.block);
+        *slot(w, p.role, p.layer, p.expert) = &t->view;
     }
     if (spec.tied_embeddings) w.output = w.token_embd;
     return w;

@@ -11,6 +11,14 @@
 
 namespace tt {
 
+// One routed expert of a mixture-of-experts layer: a gated MLP, its three matrices back to back
+// in one archive block.
+struct ExpertWeights {
+    const TensorView* gate = nullptr;  // [expert_ffn, hidden]
+    const TensorView* up = nullptr;    // [expert_ffn, hidden]
+    const TensorView* down = nullptr;  // [hidden, expert_ffn]
+};
+
 struct LayerWeights {
     const TensorView* attn_norm = nullptr;       // [hidden]
     const TensorView* wq = nullptr;              // [q_dim, hidden]
@@ -32,6 +40,13 @@ struct LayerWeights {
     const TensorView* b_gate = nullptr;          // [ffn]     (mlp_bias)
     const TensorView* b_up = nullptr;            // [ffn]
     const TensorView* b_down = nullptr;          // [hidden]
+    // FfnKind::moe layers (instead of w_gate/w_up/w_down):
+    const TensorView* router = nullptr;          // [n_experts, hidden]
+    std::vector<ExpertWeights> experts;          // [n_experts]
+    const TensorView* shexp_gate = nullptr;      // [shared_ffn, hidden] (shared expert)
+    const TensorView* shexp_up = nullptr;        // [shared_ffn, hidden]
+    const TensorView* shexp_down = nullptr;      // [hidden, shared_ffn]
+    const TensorView* shexp_gate_inp = nullptr;  // [1, hidden]          (shared_gate)
 };
 
 struct ModelWeights {

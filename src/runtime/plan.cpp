@@ -65,7 +65,7 @@ double prefill_flops(const ModelSpec& s, int n) {
     double f = 2.0 * per_token * n + 2.0 * vh;  // the head for the last token only
     for (int il = 0; il < s.n_layers; ++il) {
         double vis = 0;  // sum over queries of visible keys
-        const int w = s.layer_attn[size_t(il)] == AttnKind::sliding ? s.sliding_window : 0;
+        const int w = s.sliding(il) ? s.sliding_window : 0;
         for (int i = 0; i < n; ++i) vis += w > 0 ? std::min(i + 1, w) : i + 1;
         f += 4.0 * s.q_dim() * vis;  // QK^T and PV
     }
@@ -91,7 +91,11 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
         pb.name = b.name;
         pb.offset = b.offset;
         pb.bytes = b.nbytes;
-        if (b.name.rfind("layer.", 0) == 0) pb.layer = std::stoi(b.name.substr(6));
+        if (b.name.rfind("layer.", 0) == 0) {
+            pb.layer = std::stoi(b.name.substr(6));
+            const auto pos = b.name.find(".expert.");
+            if (pos != std::string::npos) pb.expert = std::stoi(b.name.substr(pos + 8));
+        }
         in.blocks.push_back(pb);
     }
     for (const auto& t : a.tensors()) {
@@ -156,6 +160,7 @@ Plan make_plan(const PlanInput& in) {
         const PlanBlock& b = in.blocks[i];
         if (b.name == "embed") embed = int(i);
         else if (b.name == "output") output = int(i);
+        else if (b.expert >= 0 && b.layer >= 0 && b.layer < s.n_layers) continue;  // TODO(moe) placement
         else if (b.layer >= 0 && b.layer < s.n_layers) layers[size_t(b.layer)] = int(i);
         else fail("plan: unexpected block '{}' in the archive", b.name);
     }

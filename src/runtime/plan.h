@@ -46,7 +46,8 @@ struct Bandwidths {
 
 struct PlanBlock {
     std::string name;          // "embed", "layer.3", "output"
-    int layer = -1;            // layer index for "layer.N", else -1
+    int layer = -1;            // layer index for "layer.N" and "layer.N.expert.E", else -1
+    int expert = -1;           // expert index for "layer.N.expert.E", else -1
     uint64_t offset = 0;       // file offset (4 KiB aligned)
     uint64_t bytes = 0;        // bytes to copy: the block's range
     uint64_t decode_read = 0;  // bytes a decode step reads from it (the embedding: one row, unless tied)

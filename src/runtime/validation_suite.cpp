@@ -111,7 +111,7 @@ std::vector<SuiteCase> build_suite(const std::string& suite, const ModelSpec& sp
     if (full) {
         // Longer than any sliding window (twice it), at least 512 tokens, within the context.
         bool sliding = false;
-        for (auto k : spec.layer_attn) sliding |= k == AttnKind::sliding;
+        for (const auto& l : spec.layers) sliding |= l.attn == AttnKind::sliding;
         const int window = sliding ? spec.sliding_window : 0;
         const int target = std::min(std::max(512, 2 * window + 64), max_prompt);
         if (window > 0 && target <= window)

@@ -11,7 +11,7 @@ check() {  # name, command...
   local name=$1; shift
   if "$@" >"$tmp/out" 2>&1; then pass=$((pass+1)); else failed=$((failed+1)); echo "FAILED: $name"; cat "$tmp/out"; fi
 }
-for m in llama mistral qwen2 qwen3 phi3 gemma3_text; do
+for m in llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_moe mixtral; do
   src="$S/fixtures/hf-tiny/$m"
   "$THINTENSOR" -q convert "$src" -o "$tmp/$m.f32.thin" --dtype f32
   check "$m f32" "$THINTENSOR" -q validate "$tmp/$m.f32.thin" --reference "$src/reference.safetensors" --device cpu \

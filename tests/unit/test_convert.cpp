@@ -35,6 +35,8 @@ const Checkpoint k_checkpoints[] = {
     {"qwen3", "fixtures/hf-tiny/qwen3"},
     {"phi3", "fixtures/hf-tiny/phi3"},
     {"gemma3_text", "fixtures/hf-tiny/gemma3_text"},
+    {"qwen3_moe", "fixtures/hf-tiny/qwen3_moe"},
+    {"mixtral", "fixtures/hf-tiny/mixtral"},
     {"tinystories_656k", "models/tinystories-656k"},
     {"stories260K", "models/stories260K/hf"},
 };
@@ -59,7 +61,18 @@ Source expected_source(const std::string& arch, const nlohmann::json& cfg, const
     const std::string layer = name.substr(d1 + 1, d2 - d1 - 1), what = name.substr(d2 + 1, d3 - d2 - 1),
                       kind = name.substr(d3 + 1);
     const std::string pre = "model.layers." + layer + ".";
-    const bool gemma = arch == "Gemma3ForCausalLM", phi3 = arch == "Phi3ForCausalLM";
+    const bool gemma = arch == "Gemma3ForCausalLM", phi3 = arch == "Phi3ForCausalLM", mixtral = arch == "MixtralForCausalLM";
+    // Mixture of experts: Qwen3MoeSparseMoeBlock's gate and experts.E.{gate,up,down}_proj;
+    // MixtralSparseMoeBlock's block_sparse_moe.gate and experts.E.{w1,w3,w2}.
+    if (what == "ffn_gate_inp") return {pre + (mixtral ? "block_sparse_moe.gate." : "mlp.gate.") + kind};
+    if (what.rfind("expert.", 0) == 0) {
+        const size_t dot = what.find('.', 7);
+        const std::string e = what.substr(7, dot - 7), proj = what.substr(dot + 1);
+        static const std::map<std::string, std::pair<std::string, std::string>> k_expert = {
+            {"ffn_gate", {"gate_proj", "w1"}}, {"ffn_up", {"up_proj", "w3"}}, {"ffn_down", {"down_proj", "w2"}}};
+        const auto& names = k_expert.at(proj);
+        return {pre + (mixtral ? "block_sparse_moe.experts." + e + "." + names.second : "mlp.experts." + e + "." + names.first) + "." + kind};
+    }
     if (phi3) {
         // Phi-3 stores [q; k; v] in qkv_proj and [gate; up] in gate_up_proj, stacked by rows.
         const int64_t heads = cfg["num_attention_heads"], kv_heads = cfg["num_key_value_heads"];
@@ -95,9 +108,13 @@ uint64_t align4k(uint64_t x) { return (x + 4095) / 4096 * 4096; }
 
 // Checks the block layout: blocks embed, layer.0.., output in order, each 4 KiB aligned, and each
 // block's tensors contiguous (every tensor starts at the next 4 KiB boundary after the previous one).
-void check_block_layout(const Archive& a, int n_layers) {
+void check_block_layout(const Archive& a, int n_layers, int n_experts = 0) {
     std::vector<std::string> want = {"embed"};
-    for (int i = 0; i < n_layers; ++i) want.push_back("layer." + std::to_string(i));
+    for (int i = 0; i < n_layers; ++i) {
+        want.push_back("layer." + std::to_string(i));
+        // Every layer of the MoE fixtures is sparse: one block per expert after the layer's own.
+        for (int e = 0; e < n_experts; ++e) want.push_back("layer." + std::to_string(i) + ".expert." + std::to_string(e));
+    }
     want.push_back("output");
     std::vector<std::string> got;
     for (const auto& b : a.blocks()) got.push_back(b.name);
@@ -199,10 +216,10 @@ void check_common_spec(const ModelSpec& s, const nlohmann::json& cfg) {
     EXPECT_EQ(s.vocab_size, cfg["vocab_size"]);
     EXPECT_EQ(s.max_context, cfg["max_position_embeddings"]);
     EXPECT_FLOAT_EQ(s.norm_eps, cfg["rms_norm_eps"].get<float>());
-    const int head_dim = cfg.contains("head_dim") ? cfg["head_dim"].get<int>() : s.hidden_dim / s.n_heads;
+    const int head_dim = cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? cfg["head_dim"].get<int>() : s.hidden_dim / s.n_heads;
     EXPECT_EQ(s.head_dim, head_dim);
     EXPECT_EQ(s.rope.rotary_dim, head_dim);
-    EXPECT_EQ(int(s.layer_attn.size()), s.n_layers);
+    EXPECT_EQ(int(s.layers.size()), s.n_layers);
     if (cfg.contains("tie_word_embeddings")) {
         EXPECT_EQ(s.tied_embeddings, cfg["tie_word_embeddings"].get<bool>());
     }
@@ -237,7 +254,7 @@ TEST_P(ConvertRoundTrip, TensorsEqualSourceAfterCast) {
     EXPECT_EQ(spec, spec_from_hf_config(cfg, gen, "config.json"));
     EXPECT_EQ(spec_from_json(spec_to_json(spec)), spec);
     check_common_spec(spec, cfg);
-    check_block_layout(a, spec.n_layers);
+    check_block_layout(a, spec.n_layers, spec.moe.n_experts);
     EXPECT_EQ(a.tensors().size(), plan_tensors(spec).size());
     uint64_t params = 0;
     for (const auto& t : a.tensors()) params += uint64_t(t.view.numel());
@@ -313,7 +330,7 @@ TEST(ConvertSpec, Gemma3SlidingLayersAndScaledNorms) {
     const ModelSpec s = spec_from_json(a.metadata()["spec"]);
     EXPECT_EQ(s.arch, Arch::gemma3);
     // layer_types lists three sliding layers, window 8.
-    EXPECT_EQ(s.layer_attn, (std::vector<AttnKind>{AttnKind::sliding, AttnKind::sliding, AttnKind::sliding}));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(s.sliding(i)) << i;
     EXPECT_EQ(s.sliding_window, 8);
     EXPECT_DOUBLE_EQ(s.rope.theta, 1e6);         // rope_parameters.full_attention
     EXPECT_DOUBLE_EQ(s.rope_local.theta, 1e4);   // rope_parameters.sliding_attention

@@ -78,15 +78,15 @@ TEST(ConvertErrors, InvalidConfigJson) {
 }
 
 TEST(ConvertErrors, UnsupportedArchitectureIsNamedWithTheSupportedOnes) {
-    Broken b("fixtures/hf-tiny/mixtral");
+    Broken b("fixtures/hf-tiny/qwen3_5_text");
     std::vector<std::string> needles = {(b.model / "config.json").string(), "unsupported architecture",
-                                        "'MixtralForCausalLM'"};
+                                        "'Qwen3_5ForCausalLM'"};
     for (const auto& a : supported_architectures()) needles.push_back(a);
-    EXPECT_EQ(supported_architectures().size(), 6u);
+    EXPECT_EQ(supported_architectures().size(), 8u);
     const fs::path out = b.out_dir / "model.thin";
     try {
         convert_hf(b.model.string(), out.string(), {});
-        ADD_FAILURE() << "mixtral converted";
+        ADD_FAILURE() << "qwen3_5_text converted";
     } catch (const Error& e) {
         for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << n << " in " << e.what();
     }
@@ -264,3 +264,33 @@ TEST(ConvertErrors, FailureKeepsExistingOutput) {
 }
 
 }  // namespace
+
+// An MoE config that does not match its checkpoint fails naming the tensor, before a byte is written.
+TEST(ConvertErrors, MoeExpertsMissingOrMisshapen) {
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        nlohmann::json cfg = read_json(b.model / "config.json");
+        cfg["num_local_experts"] = 9;  // the checkpoint holds 8
+        std::ofstream(b.model / "config.json") << cfg.dump();
+        expect_convert_error(b, {"'model.layers.0.mlp.gate.weight' has shape [8, 64] but config.json implies [9, 64]"});
+    }
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        rewrite_header(b.model / "model.safetensors", [](nlohmann::json& h) { h.erase("model.layers.1.mlp.experts.7.up_proj.weight"); });
+        expect_convert_error(b, {"missing tensor 'model.layers.1.mlp.experts.7.up_proj.weight'", "blk.1.expert.7.ffn_up.weight"});
+    }
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        nlohmann::json cfg = read_json(b.model / "config.json");
+        cfg["moe_intermediate_size"] = 16;  // the experts are 32 wide
+        std::ofstream(b.model / "config.json") << cfg.dump();
+        expect_convert_error(b, {"'model.layers.0.mlp.experts.0.gate_proj.weight' has shape [32, 64] but config.json implies [16, 64]"});
+    }
+    {
+        Broken b("fixtures/hf-tiny/mixtral");
+        nlohmann::json cfg = read_json(b.model / "config.json");
+        cfg["num_experts_per_tok"] = 5;  // of 4
+        std::ofstream(b.model / "config.json") << cfg.dump();
+        expect_convert_error(b, {(b.model / "config.json").string(), "'num_experts_per_tok' 5 is more than 'num_local_experts' 4"});
+    }
+}

@@ -241,7 +241,7 @@ TEST_F(ArchiveDamage, BadSpecIsRejectedOnRead) {
     j["n_kv_heads"] = 3;
     expect_spec_error(j, "not a multiple");
     j = spec;
-    j["layer_attn"] = {"full"};
+    j["layers"] = {{{"mixer", "attention"}, {"attn", "full"}, {"ffn", "dense"}}};
     expect_spec_error(j, "layer types");
     j = spec;
     j.erase("rope");

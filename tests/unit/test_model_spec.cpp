@@ -43,7 +43,7 @@ TEST(ModelSpec, GemmaOlderConfigUsesSlidingWindowPattern) {
     c["rope_local_base_freq"] = 1e4;
     const ModelSpec s = spec_of(c);
     for (int i = 0; i < 12; ++i)
-        EXPECT_EQ(s.layer_attn[size_t(i)], (i + 1) % 6 == 0 ? AttnKind::full : AttnKind::sliding) << i;
+        EXPECT_EQ(s.layers[size_t(i)].attn, (i + 1) % 6 == 0 ? AttnKind::full : AttnKind::sliding) << i;
     EXPECT_DOUBLE_EQ(s.rope.theta, 1e6);
     EXPECT_DOUBLE_EQ(s.rope_local.theta, 1e4);
     EXPECT_EQ(&s.rope_for_layer(5), &s.rope);
@@ -57,7 +57,7 @@ TEST(ModelSpec, MistralSlidingWindowAppliesToEveryLayer) {
     c["sliding_window"] = 4096;
     const ModelSpec s = spec_of(c);
     EXPECT_EQ(s.sliding_window, 4096);
-    for (auto k : s.layer_attn) EXPECT_EQ(k, AttnKind::sliding);
+    for (const auto& l : s.layers) EXPECT_EQ(l.attn, AttnKind::sliding);
 }
 
 TEST(ModelSpec, QwenSlidingWindowOnlyWhenEnabled) {
@@ -266,3 +266,143 @@ TEST(ModelSpec, ArchiveSpecIntegersAreRangeChecked) {
 }
 
 }  // namespace
+
+// ---- layers of different kinds: mixture-of-experts configs ----
+
+namespace {
+std::vector<FfnKind> ffn_kinds(const ModelSpec& s) {
+    std::vector<FfnKind> out;
+    for (const auto& l : s.layers) out.push_back(l.ffn);
+    return out;
+}
+}  // namespace
+
+TEST(ModelSpec, Qwen3MoeLayersAndSizes) {
+    nlohmann::json c = fixture_config("qwen3_moe");
+    ModelSpec s = spec_of(c);
+    EXPECT_EQ(s.arch, Arch::qwen3_moe);
+    EXPECT_TRUE(s.qk_norm);
+    EXPECT_EQ(s.moe.n_experts, 8);  // transformers 5 writes num_local_experts
+    EXPECT_EQ(s.moe.top_k, 2);
+    EXPECT_EQ(s.moe.expert_ffn_dim, 32);
+    EXPECT_TRUE(s.moe.norm_topk);
+    EXPECT_EQ(s.moe.shared_ffn_dim, 0);
+    EXPECT_EQ(ffn_kinds(s), (std::vector<FfnKind>{FfnKind::moe, FfnKind::moe}));
+    EXPECT_EQ(spec_from_json(spec_to_json(s)), s);
+    // The Hub's Qwen3-30B-A3B names the count num_experts; norm_topk_prob false is kept.
+    c.erase("num_local_experts");
+    c["num_experts"] = 16;
+    c["norm_topk_prob"] = false;
+    s = spec_of(c);
+    EXPECT_EQ(s.moe.n_experts, 16);
+    EXPECT_FALSE(s.moe.norm_topk);
+    // mlp_only_layers and decoder_sparse_step mix dense layers in.
+    c["num_hidden_layers"] = 6;
+    c["mlp_only_layers"] = {0};
+    c["decoder_sparse_step"] = 2;
+    s = spec_of(c);
+    EXPECT_EQ(ffn_kinds(s), (std::vector<FfnKind>{FfnKind::dense, FfnKind::moe, FfnKind::dense, FfnKind::moe, FfnKind::dense,
+                                                  FfnKind::moe}));
+    EXPECT_EQ(spec_from_json(spec_to_json(s)), s);
+    // Dense layers are intermediate_size wide, experts moe_intermediate_size.
+    const auto plan = plan_tensors(s);
+    auto shape_of = [&](const std::string& name) {
+        for (const auto& p : plan)
+            if (p.name == name) return p.shape;
+        return Shape{};
+    };
+    EXPECT_EQ(shape_of("blk.0.ffn_gate.weight"), (Shape{128, 64}));
+    EXPECT_EQ(shape_of("blk.1.expert.15.ffn_down.weight"), (Shape{64, 32}));
+    EXPECT_EQ(shape_of("blk.1.ffn_gate_inp.weight"), (Shape{16, 64}));
+    EXPECT_EQ(shape_of("blk.1.ffn_gate.weight"), Shape{});  // a sparse layer has no dense MLP
+    // Every expert is a block of its own, after its layer's block.
+    for (const auto& p : plan)
+        if (p.expert >= 0) {
+            EXPECT_EQ(p.block, expert_block_name(p.layer, p.expert));
+        }
+    // Parameters: every expert counted, and those of one token (top 2 of 16).
+    const uint64_t per_expert = 3 * 64 * 32;
+    EXPECT_EQ(s.n_params() - s.n_active_params(), 3 * (16 - 2) * per_expert);
+}
+
+TEST(ModelSpec, MixtralExpertsAreIntermediateSizeAndRenormalised) {
+    const ModelSpec s = spec_of(fixture_config("mixtral"));
+    EXPECT_EQ(s.arch, Arch::mixtral);
+    EXPECT_FALSE(s.qk_norm);
+    EXPECT_EQ(s.moe.n_experts, 4);
+    EXPECT_EQ(s.moe.expert_ffn_dim, 96);
+    EXPECT_TRUE(s.moe.norm_topk);
+    EXPECT_EQ(ffn_kinds(s), (std::vector<FfnKind>{FfnKind::moe, FfnKind::moe}));
+    std::set<std::string> hf;
+    for (const auto& p : plan_tensors(s)) hf.insert(p.hf_name);
+    EXPECT_TRUE(hf.count("model.layers.1.block_sparse_moe.experts.3.w2.weight"));
+    EXPECT_TRUE(hf.count("model.layers.0.block_sparse_moe.gate.weight"));
+}
+
+TEST(ModelSpec, SharedExpertWithSigmoidGateIsRepresentable) {
+    // Qwen2-MoE / Qwen3.5-MoE: a shared expert beside the routed ones, its output gated.
+    nlohmann::json c = fixture_config("qwen3_moe");
+    c["shared_expert_intermediate_size"] = 48;
+    const ModelSpec s = spec_of(c);
+    EXPECT_EQ(s.moe.shared_ffn_dim, 48);
+    EXPECT_TRUE(s.moe.shared_gate);
+    EXPECT_EQ(spec_from_json(spec_to_json(s)), s);
+    std::set<std::string> names;
+    for (const auto& p : plan_tensors(s)) names.insert(p.name + " <- " + p.hf_name);
+    EXPECT_TRUE(names.count("blk.0.ffn_up_shexp.weight <- model.layers.0.mlp.shared_expert.up_proj.weight"));
+    EXPECT_TRUE(names.count("blk.1.ffn_gate_inp_shexp.weight <- model.layers.1.mlp.shared_expert_gate.weight"));
+}
+
+TEST(ModelSpec, InconsistentMoeConfigsNameTheField) {
+    nlohmann::json c = fixture_config("qwen3_moe");
+    c["num_experts_per_tok"] = 9;
+    EXPECT_NE(error_of(c).find("'num_experts_per_tok' 9 is more than 'num_local_experts' 8"), std::string::npos) << error_of(c);
+    c = fixture_config("qwen3_moe");
+    c.erase("moe_intermediate_size");
+    EXPECT_NE(error_of(c).find("'moe_intermediate_size'"), std::string::npos) << error_of(c);
+    c = fixture_config("qwen3_moe");
+    c["num_local_experts"] = 0;
+    EXPECT_NE(error_of(c).find("'num_local_experts'"), std::string::npos) << error_of(c);
+    c = fixture_config("qwen3_moe");
+    c["mlp_only_layers"] = {5};
+    EXPECT_NE(error_of(c).find("'mlp_only_layers' names layer 5, but the model has 2 layers"), std::string::npos) << error_of(c);
+    c = fixture_config("mixtral");
+    c.erase("num_experts_per_tok");
+    EXPECT_NE(error_of(c).find("'num_experts_per_tok'"), std::string::npos) << error_of(c);
+}
+
+// The archive's spec carries a format version: version 1 (no "format_version", "layer_attn")
+// is what ThinTensor wrote before layers had kinds and keeps loading; a newer one is refused.
+TEST(ModelSpec, SpecFormatVersions) {
+    const ModelSpec dense = spec_of(fixture_config("gemma3_text"));
+    nlohmann::json v2 = spec_to_json(dense);
+    EXPECT_EQ(v2["format_version"], k_spec_version);
+    nlohmann::json v1 = v2;
+    v1.erase("format_version");
+    v1.erase("layers");
+    v1.erase("moe");
+    v1["layer_attn"] = nlohmann::json::array();
+    for (const auto& l : dense.layers) v1["layer_attn"].push_back(l.attn == AttnKind::sliding ? "sliding" : "full");
+    EXPECT_EQ(spec_from_json(v1), dense);
+    nlohmann::json v3 = v2;
+    v3["format_version"] = k_spec_version + 1;
+    try {
+        spec_from_json(v3, "m.thin: spec");
+        ADD_FAILURE() << "a newer spec version loaded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("m.thin: spec: spec format version 3 was written by a newer ThinTensor"), std::string::npos)
+            << e.what();
+    }
+    nlohmann::json bad = v2;
+    bad["layers"][0]["ffn"] = "hyper";
+    try {
+        spec_from_json(bad, "m.thin: spec");
+        ADD_FAILURE() << "an unknown FFN kind loaded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("layers[0]: unknown layer FFN kind 'hyper'"), std::string::npos) << e.what();
+    }
+    // A dense model that carries MoE sizes is inconsistent.
+    bad = v2;
+    bad["moe"]["n_experts"] = 4;
+    EXPECT_THROW(spec_from_json(bad), Error);
+}

@@ -40,12 +40,12 @@ PlanInput small_input() {
     s.ffn_dim = 512;
     s.vocab_size = 1000;
     s.max_context = 64;
-    s.layer_attn.assign(4, AttnKind::full);
+    s.layers.assign(4, LayerSpec{});
     in.weights = DType::bf16;
     in.context = 64;
     uint64_t off = 4096;
     auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
-        in.blocks.push_back({name, layer, off, bytes, read});
+        in.blocks.push_back({name, layer, -1, off, bytes, read});
         off += bytes;
     };
     add("embed", -1, 2 * MiB, 512);  // decode reads one row of 256 bf16

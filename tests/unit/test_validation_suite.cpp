@@ -21,7 +21,7 @@ ModelSpec tiny_spec(int context, int window) {
     s.max_context = context;
     s.bos_token_id = 1;
     s.sliding_window = window;
-    s.layer_attn = {window > 0 ? AttnKind::sliding : AttnKind::full, AttnKind::full};
+    s.layers = {{MixerKind::attention, window > 0 ? AttnKind::sliding : AttnKind::full, FfnKind::dense}, LayerSpec{}};
     return s;
 }
 std::vector<std::string> names(const std::vector<SuiteCase>& cs) {

@@ -4,6 +4,7 @@
 // tested against this one.
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/moe.h"
 #include "backends/cpu/ops.h"
 #include "core/error.h"
 #include "model/weights.h"
@@ -46,6 +47,14 @@ public:
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
 
 private:
+    // out[t] = down(act(gate(x[t])) * up(x[t])) for t < n: the gated MLP of a dense layer, of an
+    // expert and of a shared expert. x is [n, hidden]; biases may be null.
+    void mlp(const float* x, int n, const TensorView& gate, const TensorView& up, const TensorView& down,
+             const TensorView* b_gate, const TensorView* b_up, const TensorView* b_down, float* out);
+    // out[t] = the mixture-of-experts FFN of layer L on x[t] (transformers' Qwen3MoeSparseMoeBlock,
+    // MixtralSparseMoeBlock; the shared expert of Qwen2MoeSparseMoeBlock).
+    void moe(const LayerWeights& L, const float* x, int n, float* out);
+
     ModelSpec spec_;
     ModelWeights w_;
     ThreadPool pool_;
@@ -63,11 +72,11 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
     if (n == 0) fail("forward: no tokens");
     if (n_past_ + n > n_ctx_)
         fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
-    const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), F = s.ffn_dim, HD = s.head_dim;
+    const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), HD = s.head_dim;
     const size_t un = size_t(n);
 
     std::vector<float> x(un * size_t(H)), h(un * size_t(H)), q(un * size_t(Q)), k(un * size_t(KV)), v(un * size_t(KV));
-    std::vector<float> att(un * size_t(Q)), o(un * size_t(H)), gate(un * size_t(F)), up(un * size_t(F));
+    std::vector<float> att(un * size_t(Q)), o(un * size_t(H));
 
     // inputs_embeds = embed_tokens(input_ids) (* embed_scale for Gemma)
     for (int t = 0; t < n; ++t) {
@@ -79,7 +88,7 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
 
     for (int il = 0; il < s.n_layers; ++il) {
         const LayerWeights& L = w_.layers[size_t(il)];
-        const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
+        const bool sliding = s.sliding(il);
         const RopeTable& rope = sliding ? rope_local_ : rope_;
 
         // hidden_states = self.input_layernorm(hidden_states)
@@ -137,12 +146,9 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
             // hidden_states = self.post_attention_layernorm(hidden_states)  (Gemma: pre_feedforward_layernorm)
             cpu::rmsnorm(xt, *L.ffn_norm, s.norm_weight_offset, s.norm_eps, &h[size_t(t) * size_t(H)], H);
         }
-        // down_proj(act_fn(gate_proj(x)) * up_proj(x))
-        cpu::linear(pool_, h.data(), n, *L.w_gate, L.b_gate, gate.data());
-        cpu::linear(pool_, h.data(), n, *L.w_up, L.b_up, up.data());
-        for (size_t i = 0; i < gate.size(); ++i)
-            gate[i] = (s.activation == Activation::silu ? cpu::silu(gate[i]) : cpu::gelu_tanh(gate[i])) * up[i];
-        cpu::linear(pool_, gate.data(), n, *L.w_down, L.b_down, o.data());
+        // hidden_states = self.mlp(hidden_states)  (Qwen3-MoE / Mixtral: the sparse MoE block)
+        if (s.is_moe(il)) moe(L, h.data(), n, o.data());
+        else mlp(h.data(), n, *L.w_gate, *L.w_up, *L.w_down, L.b_gate, L.b_up, L.b_down, o.data());
         for (int t = 0; t < n; ++t) {
             float* ot = &o[size_t(t) * size_t(H)];
             // Gemma: hidden_states = self.post_feedforward_layernorm(hidden_states)
@@ -164,6 +170,62 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
     if (s.final_softcap > 0)
         for (auto& l : logits_) l = s.final_softcap * std::tanh(l / s.final_softcap);
     return logits_;
+}
+
+void CpuBackend::mlp(const float* x, int n, const TensorView& gate, const TensorView& up, const TensorView& down,
+                     const TensorView* b_gate, const TensorView* b_up, const TensorView* b_down, float* out) {
+    const size_t f = size_t(gate.shape[0]);
+    std::vector<float> g(size_t(n) * f), u(size_t(n) * f);
+    // down_proj(act_fn(gate_proj(x)) * up_proj(x))
+    cpu::linear(pool_, x, n, gate, b_gate, g.data());
+    cpu::linear(pool_, x, n, up, b_up, u.data());
+    for (size_t i = 0; i < g.size(); ++i)
+        g[i] = (spec_.activation == Activation::silu ? cpu::silu(g[i]) : cpu::gelu_tanh(g[i])) * u[i];
+    cpu::linear(pool_, g.data(), n, down, b_down, out);
+}
+
+void CpuBackend::moe(const LayerWeights& L, const float* x, int n, float* out) {
+    const MoeSpec& m = spec_.moe;
+    const size_t H = size_t(spec_.hidden_dim), E = size_t(m.n_experts), K = size_t(m.top_k);
+    // router_logits = self.gate(hidden_states)
+    std::vector<float> logits(size_t(n) * E);
+    cpu::linear(pool_, x, n, *L.router, nullptr, logits.data());
+    // routing_weights = softmax(router_logits, dtype=float); topk; renormalise (cpu/moe.cpp)
+    std::vector<int32_t> ids(size_t(n) * K);
+    std::vector<float> weights(size_t(n) * K);
+    for (int t = 0; t < n; ++t)
+        cpu::moe_route(&logits[size_t(t) * E], m.n_experts, m.top_k, m.norm_topk, &ids[size_t(t) * K], &weights[size_t(t) * K]);
+    std::fill(out, out + size_t(n) * H, 0.0f);
+    // for expert_idx in expert_hit: the tokens routed to it, through it, scaled by their routing
+    // weight and added (index_add_) in expert order.
+    std::vector<float> xe, ye;
+    for (size_t e = 0; e < E; ++e) {
+        std::vector<std::pair<int, float>> tokens;  // (token, routing weight)
+        for (int t = 0; t < n; ++t)
+            for (size_t j = 0; j < K; ++j)
+                if (ids[size_t(t) * K + j] == int32_t(e)) tokens.emplace_back(t, weights[size_t(t) * K + j]);
+        if (tokens.empty()) continue;
+        const int ne = int(tokens.size());
+        xe.resize(size_t(ne) * H);
+        ye.resize(size_t(ne) * H);
+        for (int i = 0; i < ne; ++i) std::copy_n(x + size_t(tokens[size_t(i)].first) * H, H, &xe[size_t(i) * H]);
+        const ExpertWeights& ex = L.experts[e];
+        mlp(xe.data(), ne, *ex.gate, *ex.up, *ex.down, nullptr, nullptr, nullptr, ye.data());
+        for (int i = 0; i < ne; ++i) {
+            float* o = out + size_t(tokens[size_t(i)].first) * H;
+            for (size_t c = 0; c < H; ++c) o[c] += tokens[size_t(i)].second * ye[size_t(i) * H + c];
+        }
+    }
+    if (!L.shexp_gate) return;
+    // Qwen2-MoE: shared_expert_output = sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+    ye.resize(size_t(n) * H);
+    mlp(x, n, *L.shexp_gate, *L.shexp_up, *L.shexp_down, nullptr, nullptr, nullptr, ye.data());
+    std::vector<float> gate(size_t(n), 0.0f);
+    if (L.shexp_gate_inp) cpu::linear(pool_, x, n, *L.shexp_gate_inp, nullptr, gate.data());
+    for (int t = 0; t < n; ++t) {
+        const float g = L.shexp_gate_inp ? cpu::sigmoid(gate[size_t(t)]) : 1.0f;
+        for (size_t c = 0; c < H; ++c) out[size_t(t) * H + c] += g * ye[size_t(t) * H + c];
+    }
 }
 
 }  // namespace

@@ -296,7 +296,7 @@ void CudaBackend::decode_step() {
     for (int il = 0; il < s.n_layers; ++il) {
         ws_->need(ws_->layer_block(il));  // streamed: wait until its slot holds layer il
         DevLayer& L = layers_[size_t(il)];
-        const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
+        const bool sliding = s.sliding(il);
         GemvArgs qkv{};
         qkv.seg[0] = {L.wq, nullptr, q_.as<float>(), s.q_dim()};
         qkv.seg[1] = {L.wk, nullptr, k_.as<float>(), s.kv_dim()};
@@ -450,7 +450,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     for (int il = 0; il < s.n_layers; ++il) {
         ws_->need(ws_->layer_block(il));
         DevLayer& L = layers_[size_t(il)];
-        const bool sliding = s.layer_attn[size_t(il)] == AttnKind::sliding;
+        const bool sliding = s.sliding(il);
         const int QKV = Q + 2 * KV;
         float* qkv = pqkv_.as<float>();
         if (L.qkv_adjacent) {
