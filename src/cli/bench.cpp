@@ -168,16 +168,20 @@ int run(Opts o) {
     }
 
     const ModelSpec& s = m.spec;
-    uint64_t weight_bytes = 0, embd_bytes = 0;
+    uint64_t weight_bytes = 0, embd_bytes = 0, expert_bytes = 0;
     for (const auto& t : m.archive->tensors()) {
         weight_bytes += t.view.nbytes;
         if (t.view.name == "token_embd.weight") embd_bytes = t.view.nbytes;
+        if (t.block.find(".expert.") != std::string::npos) expert_bytes += t.view.nbytes;
     }
     const size_t elem = dtype_size(m.archive->tensors().front().view.dtype);
     // Decode reads every weight once, except the embedding table (one row) unless it doubles as
     // the output head; plus the visible K and V rows of every layer.
     const uint64_t row_bytes = embd_bytes / uint64_t(s.vocab_size);
-    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings ? 0 : embd_bytes - row_bytes);
+    // A mixture of experts reads top_k of each MoE layer's n_experts: the active bytes.
+    const uint64_t inactive_expert_bytes =
+        s.has_moe() ? expert_bytes - expert_bytes / uint64_t(s.moe.n_experts) * uint64_t(s.moe.top_k) : 0;
+    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings ? 0 : embd_bytes - row_bytes) - inactive_expert_bytes;
     auto kv_bytes_at = [&](int ctx) {
         uint64_t b = 0;
         for (int il = 0; il < s.n_layers; ++il) {
@@ -191,7 +195,7 @@ int run(Opts o) {
     const StreamStats st0 = m.backend->stream_stats();
     double h2d = 0;
 #ifdef THINTENSOR_HAVE_CUDA
-    if (st0.streaming) h2d = cuda::measure_h2d_gbs(device.size() > 5 ? std::stoi(device.substr(5)) : 0, true);
+    if (st0.streaming || st0.expert_slots > 0) h2d = cuda::measure_h2d_gbs(device.size() > 5 ? std::stoi(device.substr(5)) : 0, true);
 #endif
 
     std::mt19937 rng(42);
@@ -235,16 +239,23 @@ int run(Opts o) {
     for (int depth : depths) {
         std::vector<double> tps;
         double bytes_per_token = 0;
+        uint64_t hits = 0, misses = 0;  // expert cache lookups of the timed tokens
         for (int r = 0; r < o.reps + 1; ++r) {
             m.backend->rewind(0);
             Sampler sampler(greedy_cfg);
             std::vector<int32_t> ctx = depth > 0 ? random_tokens(depth) : std::vector<int32_t>{std::max(s.bos_token_id, 0)};
             int32_t next = m.backend->forward_sample(ctx, sampler, ctx);
+            const StreamStats before = st0.expert_slots > 0 ? m.backend->stream_stats() : StreamStats{};
             const auto t0 = Clock::now();
             for (int i = 0; i < o.gen_tokens; ++i) next = m.backend->forward_sample(std::span<const int32_t>(&next, 1), sampler, ctx);
             const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
             if (r == 0) continue;
             tps.push_back(o.gen_tokens / sec);
+            if (st0.expert_slots > 0) {
+                const StreamStats after = m.backend->stream_stats();
+                hits += after.expert_hits - before.expert_hits;
+                misses += after.expert_misses - before.expert_misses;
+            }
         }
         const int first_ctx = depth > 0 ? depth : 1;
         for (int i = 0; i < o.gen_tokens; ++i) bytes_per_token += double(decode_weight_bytes + kv_bytes_at(first_ctx + i + 1));
@@ -258,6 +269,24 @@ int run(Opts o) {
                         bw > 0 ? fmt::format("{:.1f}% of {:.0f} GB/s ({:.0f} tok/s)", 100 * gbs / bw, bw, bw * 1e9 / bytes_per_token) : "-"});
         results.push_back({{"test", name}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"bytes_per_token", bytes_per_token},
                            {"gbs", gbs}, {"roofline_gbs", bw}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / bytes_per_token : 0.0}});
+        if (st0.expert_slots > 0) {
+            // The expert cache: its hit rate over the timed tokens, the misses' bytes over PCIe,
+            // and how close the step came to the PCIe bound at that hit rate.
+            const double lookups = double(hits + misses), hit_rate = lookups > 0 ? double(hits) / lookups : 0.0;
+            const double tokens = double(o.gen_tokens) * double(o.reps);
+            const double pcie_bpt = double(misses) * double(st0.expert_block_bytes) / tokens;
+            const double pcie_gbs = pcie_bpt * st.mean / 1e9, bound = pcie_bpt > 0 && h2d > 0 ? h2d * 1e9 / pcie_bpt : 0.0;
+            results.back()["expert_cache"] = {{"slots", st0.expert_slots}, {"experts", st0.n_experts}, {"hits", hits},
+                                              {"misses", misses}, {"hit_rate", hit_rate}, {"pcie_bytes_per_token", pcie_bpt},
+                                              {"pcie_gbs", pcie_gbs}, {"h2d_pinned_gbs", h2d},
+                                              {"pcie_bound_tokens_per_s", bound}, {"pcie_bound_fraction", bound > 0 ? st.mean / bound : 0.0},
+                                              {"predicted_tokens_per_s", st0.predicted_tokens_per_s}};
+            stream_lines.push_back(fmt::format(
+                "{}: expert cache {} of {} experts, hit rate {:.1f}%, {}/token over PCIe ({:.1f} GB/s of {:.1f} measured now) = "
+                "{:.1f}% of the PCIe bound at that hit rate ({:.1f} tok/s); planner predicted {:.2f} tok/s",
+                name, st0.expert_slots, st0.n_experts, 100 * hit_rate, format_bytes(pcie_bpt), pcie_gbs, h2d,
+                bound > 0 ? 100 * st.mean / bound : 0.0, bound, st0.predicted_tokens_per_s));
+        }
         if (st0.streaming) {
             // overlap: the share of the shorter activity (copies or kernels) that ran under the
             // longer one; 1 = wall time is the longer of the two, 0 = they ran one after the other.
@@ -293,7 +322,7 @@ int run(Opts o) {
                             {"device_copy_gbs", bw},
                             {"gemm_tflops", peak},
                             {"plan", st0.plan},
-                            {"streaming", st0.streaming},
+                            {"streaming", st0.streaming || st0.expert_slots > 0},
                             {"results", results}};
         if (st0.streaming)
             j["stream"] = {{"bytes_per_token", st0.bytes_per_pass}, {"copy_ms_per_token", st0.copy_s_per_pass * 1e3},

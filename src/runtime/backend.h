@@ -25,6 +25,12 @@ struct StreamStats {
     uint64_t bytes_streamed = 0;   // total copied since load
     double copy_s_per_pass = 0;    // one pass of copies alone, timed at load: the copy engine's busy time per token
     double predicted_tokens_per_s = 0;
+    // Mixture of experts larger than VRAM: the VRAM expert cache (0 slots: none).
+    int expert_slots = 0;
+    int n_experts = 0;               // expert blocks in the model
+    uint64_t expert_block_bytes = 0; // bytes one miss copies
+    uint64_t expert_hits = 0;        // decode lookups since load
+    uint64_t expert_misses = 0;
 };
 
 class Backend {

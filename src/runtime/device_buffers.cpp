@@ -27,6 +27,18 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
     set(PrefillBuf::act, "gated activation", T * F * we);
     set(PrefillBuf::ids, "token ids", T * 4);
     set(PrefillBuf::logits, "logits", uint64_t(logit_rows) * uint64_t(s.vocab_size) * 4);
+    if (s.has_moe()) {
+        const uint64_t A = T * uint64_t(s.moe.top_k), EF = uint64_t(s.moe.expert_ffn_dim);
+        set(PrefillBuf::moe_logits, "router logits", T * uint64_t(s.moe.n_experts) * 4);
+        set(PrefillBuf::moe_ids, "chosen experts", A * 4);
+        set(PrefillBuf::moe_weights, "routing weights", A * 4);
+        set(PrefillBuf::moe_rows, "expert-grouped rows", A * 4);
+        set(PrefillBuf::moe_tokens, "tokens of grouped rows", A * 4);
+        set(PrefillBuf::moe_x, "expert inputs", A * H * we);
+        set(PrefillBuf::moe_gate_up, "expert gate and up", A * 2 * EF * we);
+        set(PrefillBuf::moe_act, "expert activations", A * EF * we);
+        set(PrefillBuf::moe_y, "expert outputs", A * H * 4);
+    }
     return b;
 }
 
@@ -45,6 +57,15 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
     set(DecodeBuf::partial, "attention partials", decode_attention_partial_floats(s.n_heads, s.head_dim, n_splits) * 4);
     set(DecodeBuf::arrivals, "attention arrival counters", uint64_t(s.n_kv_heads) * 4);
     set(DecodeBuf::io, "token, position, result", 4 * 4);
+    if (s.has_moe()) {
+        const uint64_t K = uint64_t(s.moe.top_k);
+        set(DecodeBuf::moe_logits, "router logits", uint64_t(s.moe.n_experts) * 4);
+        set(DecodeBuf::moe_ids, "chosen experts", K * 4);
+        set(DecodeBuf::moe_weights, "routing weights", K * 4);
+        set(DecodeBuf::moe_ptrs, "chosen experts' addresses", K * sizeof(void*));
+        set(DecodeBuf::moe_act, "expert activations", K * uint64_t(s.moe.expert_ffn_dim) * 4);
+        set(DecodeBuf::moe_partial, "expert outputs", K * H * 4);
+    }
     return b;
 }
 

@@ -61,6 +61,17 @@ enum class PrefillBuf : int {
     act,      // weights' dtype [T, ffn]
     ids,      // int32 [T]
     logits,   // f32 [logit_rows, vocab]
+    // Mixture-of-experts layers (0 bytes for dense models); A = T * top_k token-expert assignments,
+    // grouped by expert:
+    moe_logits,   // f32 [T, n_experts]: router logits
+    moe_ids,      // int32 [A]: the chosen experts, per token
+    moe_weights,  // f32 [A]: their routing weights
+    moe_rows,     // int32 [A]: the grouped row of each assignment
+    moe_tokens,   // int32 [A]: the token of each grouped row
+    moe_x,        // weights' dtype [A, hidden]: the tokens' normalized inputs, grouped by expert
+    moe_gate_up,  // weights' dtype [A, 2 expert_ffn]
+    moe_act,      // weights' dtype [A, expert_ffn]
+    moe_y,        // f32 [A, hidden]: each assignment's expert output
     count
 };
 using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
@@ -83,6 +94,13 @@ enum class DecodeBuf : int {
     partial,   // f32: decode attention's scratch for n_splits
     arrivals,  // int32 [n_kv_heads]: decode attention's self-resetting counters
     io,        // int32 [4]: {token, position, result, prefill argmax}
+    // Mixture-of-experts layers (0 bytes for dense models):
+    moe_logits,   // f32 [n_experts]: router logits
+    moe_ids,      // int32 [top_k]: the chosen experts
+    moe_weights,  // f32 [top_k]: their routing weights
+    moe_ptrs,     // pointers [top_k]: where the chosen experts' weights are (picked on the device)
+    moe_act,      // f32 [top_k, expert_ffn]
+    moe_partial,  // f32 [top_k, hidden]: each chosen expert's output
     count
 };
 using DecodeBuffers = std::array<BufferSize, size_t(DecodeBuf::count)>;

@@ -33,6 +33,7 @@ const char* placement_name(Placement p) {
     case Placement::registered: return "registered";
     case Placement::bounce: return "bounce";
     case Placement::disk: return "disk";
+    case Placement::expert_cache: return "expert-cache";
     }
     return "?";
 }
@@ -60,8 +61,9 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
 
 double prefill_flops(const ModelSpec& s, int n) {
     const double vh = double(s.vocab_size) * s.hidden_dim;
-    // Weights used by every token: all but the embedding table and the head.
-    const double per_token = double(s.n_params()) - vh * (s.tied_embeddings ? 1 : 2);
+    // Weights used by every token: all but the embedding table and the head (and, in a mixture of
+    // experts, only the top_k experts of each layer).
+    const double per_token = double(s.n_active_params()) - vh * (s.tied_embeddings ? 1 : 2);
     double f = 2.0 * per_token * n + 2.0 * vh;  // the head for the last token only
     for (int il = 0; il < s.n_layers; ++il) {
         double vis = 0;  // sum over queries of visible keys
@@ -104,8 +106,105 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
         const bool lookup_only = t.view.name == "token_embd.weight" && !spec.tied_embeddings;
         it->decode_read += lookup_only ? t.view.nbytes / uint64_t(spec.vocab_size) : t.view.nbytes;
     }
+    // An expert is read by a decode token with probability top_k / n_experts (uniform routing).
+    for (auto& b : in.blocks)
+        if (b.expert >= 0) b.decode_read = b.decode_read * uint64_t(spec.moe.top_k) / uint64_t(spec.moe.n_experts);
     return in;
 }
+
+namespace {
+
+// A mixture-of-experts model that does not fit: every dense block resident (the token embedding
+// in registered host memory when it can be), the experts in registered host memory, and the
+// VRAM left over as a pool of expert slots shared by all layers. A decode token reads top_k
+// experts per MoE layer; a miss is fetched within its layer, so its bytes add to the step.
+Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLine>& fixed_lines, int embed, bool embed_can_leave) {
+    const ModelSpec& s = in.spec;
+    uint64_t fixed = 0;
+    for (const auto& l : fixed_lines) fixed += l.bytes;
+    const bool embed_host = !s.tied_embeddings && embed_can_leave;
+    uint64_t dense = 0, expert_total = 0, slot = 0;
+    int n_experts = 0;
+    for (size_t i = 0; i < in.blocks.size(); ++i) {
+        const PlanBlock& b = in.blocks[i];
+        if (b.expert >= 0) {
+            slot = std::max(slot, round_up(b.bytes, k_thin_align));
+            expert_total += b.bytes;
+            ++n_experts;
+        } else if (!(embed_host && int(i) == embed)) {
+            dense += round_up(b.bytes, k_thin_align);
+        }
+    }
+    const int min_slots = std::max(s.moe.top_k, s.n_moe_layers());
+    p.min_vram = fixed + dense + uint64_t(min_slots) * slot;
+    if (p.vram_budget < p.min_vram) {
+        std::string parts = fmt::format("dense weights {}, {} expert slots (one per MoE layer, at least top_k) x {}",
+                                        format_bytes(double(dense)), min_slots, format_bytes(double(slot)));
+        for (const auto& l : fixed_lines) parts += fmt::format(", {} {}", l.what, format_bytes(double(l.bytes)));
+        fail("{} is below the minimum working set of {} for this mixture-of-experts model at a context of {} tokens ({}); "
+             "raise the budget or lower --context",
+             p.vram_budget_origin, format_bytes(double(p.min_vram)), in.context, parts);
+    }
+    p.expert_slots = int(std::min<uint64_t>(uint64_t(n_experts), (p.vram_budget - fixed - dense) / slot));
+    p.expert_slot_bytes = slot;
+    p.n_experts_total = n_experts;
+    p.expert_hit_rate = double(p.expert_slots) / double(n_experts);
+
+    // Host side: the experts (and the embedding) stay registered in place in the mapping.
+    uint64_t ram_need = expert_total + (embed_host ? in.blocks[size_t(embed)].bytes : 0);
+    if (!in.can_register)
+        fail("this mixture-of-experts model needs its experts registered in host memory (cudaHostRegister), which this "
+             "machine refuses; it does not fit {} otherwise", p.vram_budget_origin);
+    if (ram_need > p.ram_budget)
+        fail("--ram-budget: {} of host memory is below the {} the experts (and the token embedding) take registered in place",
+             format_bytes(double(p.ram_budget)), format_bytes(double(ram_need)));
+    for (const auto& b : in.blocks) {
+        Placement place = b.expert >= 0 ? Placement::expert_cache : Placement::vram;
+        p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, place, -1, b.expert});
+    }
+    if (embed_host) {
+        p.embed_host_mapped = true;
+        p.blocks[size_t(embed)].place = Placement::host_mapped;
+        p.ram.push_back({"token embedding (registered, rows read by the kernel)", in.blocks[size_t(embed)].bytes});
+    }
+    p.ram.push_back({fmt::format("{} experts (registered in place, read-only)", n_experts), expert_total});
+    for (const auto& l : p.ram) p.ram_used += l.bytes;
+    p.vram.push_back({"resident dense weights", dense});
+    p.vram.push_back({fmt::format("expert cache ({} of {} experts, {} each)", p.expert_slots, n_experts, format_bytes(double(slot))),
+                      uint64_t(p.expert_slots) * slot});
+    p.vram.insert(p.vram.end(), fixed_lines.begin(), fixed_lines.end());
+    for (const auto& l : p.vram) p.vram_used += l.bytes;
+    p.n_resident_layers = s.n_layers;  // every layer's dense part
+
+    // Per decode token: the dense reads, top_k experts per MoE layer, the misses over PCIe.
+    const double h2d = in.bw.h2d_pinned_gbs * 1e9, eff_dev = in.bw.device_gbs * 1e9 * k_decode_efficiency;
+    const uint64_t expert_bytes = expert_total / uint64_t(n_experts);
+    p.active_expert_bytes = uint64_t(s.n_moe_layers()) * uint64_t(s.moe.top_k) * expert_bytes;
+    for (const auto& b : in.blocks)
+        if (b.expert < 0) p.decode_read_bytes += b.decode_read;
+    p.decode_read_bytes += p.active_expert_bytes;
+    p.pcie_bytes = uint64_t((1.0 - p.expert_hit_rate) * double(p.active_expert_bytes));
+    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev + s.n_layers * k_decode_layer_overhead_s;
+    p.decode_copy_s = double(p.pcie_bytes) / h2d;
+    // note: a miss is fetched inside its layer, before that layer's expert GEMVs: the copy time adds.
+    const double token_s = p.decode_compute_s + p.decode_copy_s;
+    p.decode_tps = 1.0 / token_s;
+    p.pcie_bound_tps = p.pcie_bytes ? h2d / double(p.pcie_bytes) : 0;
+    // Prefill: a chunk routes its tokens to (nearly) every expert, streamed through the slots.
+    const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weights == DType::f32 ? 16.0 : 1.0);
+    const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, double(expert_total) / h2d);
+    p.prefill_tps = p.prefill_chunk / prefill_s;
+    p.notes.push_back(fmt::format("experts stay in registered host memory; {} VRAM slots (shared by all {} MoE layers, least "
+                                  "recently used out) cache {:.1f}% of them: with uniform routing a decode token finds about "
+                                  "that share of its {} experts per layer in VRAM and fetches the rest ({} per token) over PCIe",
+                                  p.expert_slots, s.n_moe_layers(), 100.0 * p.expert_hit_rate, s.moe.top_k, gb(double(p.pcie_bytes))));
+    p.notes.push_back("prefill streams the experts each chunk uses through the same slots (copy engine), then keeps the last ones cached");
+    if (p.embed_host_mapped)
+        p.notes.push_back("token embedding stays in registered host memory: decode reads one row per token through its device pointer");
+    return p;
+}
+
+}  // namespace
 
 Plan make_plan(const PlanInput& in) {
     const ModelSpec& s = in.spec;
@@ -160,7 +259,7 @@ Plan make_plan(const PlanInput& in) {
         const PlanBlock& b = in.blocks[i];
         if (b.name == "embed") embed = int(i);
         else if (b.name == "output") output = int(i);
-        else if (b.expert >= 0 && b.layer >= 0 && b.layer < s.n_layers) continue;  // TODO(moe) placement
+        else if (b.expert >= 0 && b.layer >= 0 && b.layer < s.n_layers) continue;  // placed below (expert cache)
         else if (b.layer >= 0 && b.layer < s.n_layers) layers[size_t(b.layer)] = int(i);
         else fail("plan: unexpected block '{}' in the archive", b.name);
     }
@@ -192,6 +291,11 @@ Plan make_plan(const PlanInput& in) {
     std::vector<int> head = {output};
     if (tied && embed_can_leave) head.push_back(embed);
 
+    if (s.has_moe()) {
+        uint64_t all = fixed;
+        for (size_t i = 0; i < in.blocks.size(); ++i) all += round_up(bytes_of(int(i)), k_thin_align);
+        if (all > p.vram_budget) return make_expert_cache_plan(in, std::move(p), fixed_lines, embed, embed_can_leave);
+    }
     // Candidates: everything resident; else the last layers streamed (with the head resident, or
     // streamed too). Among those that fit, the one that streams the fewest bytes wins; the smallest
     // need over all of them is the minimum working set.
@@ -234,7 +338,7 @@ Plan make_plan(const PlanInput& in) {
     }
 
     // ---- placements ----
-    for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1});
+    for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1, b.expert});
     p.ring_slots = best.ring;
     p.slot_bytes = best.slot;
     // A tied embedding is the head: it is host-mapped for the lookups exactly when it is streamed.
@@ -361,6 +465,13 @@ Plan make_plan(const PlanInput& in) {
 }
 
 std::string Plan::summary() const {
+    if (expert_slots > 0)
+        return fmt::format("plan: dense weights resident, {} of {} experts cached in VRAM ({} slots of {}), the rest in "
+                           "registered host memory; {}/token over PCIe at a {:.1f}% hit rate (uniform routing), VRAM {} of {}, "
+                           "predicted {:.1f} tok/s decode{}",
+                           expert_slots, n_experts_total, expert_slots, format_bytes(double(expert_slot_bytes)), gb(double(pcie_bytes)),
+                           100.0 * expert_hit_rate, format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps,
+                           assumed_note());
     if (!streaming() && !embed_host_mapped)
         return fmt::format("plan: all {} layers resident in VRAM ({} of {}), predicted {:.1f} tok/s decode{}", n_layers,
                            format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps, assumed_note());
@@ -402,6 +513,9 @@ std::string Plan::table() const {
         o << fmt::format("  {:<22} {:>12}  {}\n", names, format_bytes(double(bytes)), placement_name(blocks[i].place));
         i = j;
     }
+    if (expert_slots > 0)
+        o << fmt::format("  expert cache: {} slots x {} for {} experts ({:.1f}%), least recently used out\n", expert_slots,
+                         format_bytes(double(expert_slot_bytes)), n_experts_total, 100.0 * expert_hit_rate);
     if (streaming())
         o << fmt::format("  ring: {} slots x {}; streamed in pass order: {} .. {}\n", ring_slots, format_bytes(double(slot_bytes)),
                          blocks[size_t(stream_order.front())].name, blocks[size_t(stream_order.back())].name);
@@ -455,6 +569,11 @@ nlohmann::json Plan::to_json() const {
             {"bounce_bytes", bounce_bytes},
             {"prefill_chunk", prefill_chunk},
             {"stream_order", order},
+            {"expert_cache", {{"slots", expert_slots},
+                              {"slot_bytes", expert_slot_bytes},
+                              {"experts", n_experts_total},
+                              {"predicted_hit_rate", expert_hit_rate},
+                              {"active_expert_bytes_per_token", active_expert_bytes}}},
             {"blocks", b},
             {"pcie_bytes_per_token", pcie_bytes},
             {"disk_bytes_per_token", disk_bytes},

@@ -29,6 +29,7 @@ enum class Placement {
     registered,  // streamed each pass from the archive's mapping, registered (pinned) with the driver
     bounce,      // streamed each pass: host threads copy the mapping into a pinned bounce buffer
     disk,        // streamed each pass: read from the file (O_DIRECT) into a pinned bounce buffer
+    expert_cache,// an MoE expert: stays in registered host memory, copied into a VRAM cache slot when a token needs it
 };
 const char* placement_name(Placement p);
 inline bool is_streamed(Placement p) { return p == Placement::registered || p == Placement::bounce || p == Placement::disk; }
@@ -93,6 +94,7 @@ struct BlockPlacement {
     uint64_t offset = 0, bytes = 0;
     Placement place = Placement::vram;
     int stream_index = -1;  // position among streamed blocks in pass order; slot = stream_index % ring_slots
+    int expert = -1;        // "layer.N.expert.E": E
 };
 
 struct Plan {
@@ -103,6 +105,13 @@ struct Plan {
     uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
     int prefill_chunk = 0;
     bool embed_host_mapped = false;
+    // Mixture of experts larger than VRAM: experts stay in registered host memory and a pool of
+    // VRAM slots shared by every layer caches them (least recently used out; docs/STREAMING.md).
+    int expert_slots = 0;                // 0: every expert resident (or no experts)
+    uint64_t expert_slot_bytes = 0;
+    int n_experts_total = 0;             // expert blocks in the archive
+    double expert_hit_rate = 0;          // predicted, for uniform routing: slots / experts
+    uint64_t active_expert_bytes = 0;    // expert bytes one decode token reads (top_k per MoE layer)
     int n_layers = 0, n_resident_layers = 0;
 
     uint64_t vram_budget = 0;            // in effect (after clamping)

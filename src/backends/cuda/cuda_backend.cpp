@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/device_info.h"
+#include "backends/cuda/expert_cache.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/weight_stream.h"
@@ -85,6 +86,11 @@ struct DevLayer {
     DeviceBuffer k_cache, v_cache;
     bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
     bool gate_up_adjacent = false;  // likewise w_gate, w_up
+    // Mixture-of-experts layers: the router, and each expert's block base (gate at the base, up and
+    // down at the offsets every expert shares; see CudaBackend::moe_offsets_).
+    const void* router = nullptr;
+    std::vector<const void*> experts;
+    DeviceBuffer expert_table;      // the bases on the device: the decode routing kernel picks from it
 };
 
 class CudaBackend final : public Backend {
@@ -101,7 +107,7 @@ public:
     }
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
-    StreamStats stream_stats() const override { return ws_->stats(); }
+    StreamStats stream_stats() const override;
     double measure_decode_without_copies(int n) override;
 
 private:
@@ -112,6 +118,11 @@ private:
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
+    // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the device.
+    void moe_decode(int il, const DevLayer& L);
+    // Prefill: x += the MoE FFN of layer L for n tokens, whose normalized inputs are in ph_ (tokens
+    // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum).
+    void moe_prefill(int il, const DevLayer& L, int n);
     // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, then
     // ph_ = norm(x) with next_norm (the next matrix product's input).
     void project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
@@ -139,6 +150,7 @@ private:
     cublasHandle_t cublas_ = nullptr;
     Plan plan_;                         // where each block lives (src/runtime/plan.h)
     std::unique_ptr<WeightStream> ws_;  // resident weights and the streaming ring
+    std::unique_ptr<ExpertCache> cache_; // MoE larger than VRAM: experts cached in VRAM slots (plan_.expert_slots)
     std::map<const TensorView*, const void*> dev_ptr_;
     const void *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
     std::vector<DevLayer> layers_;
@@ -170,6 +182,13 @@ private:
     DeviceBuffer &patt_ = pbuf(PrefillBuf::att), &ptmp_ = pbuf(PrefillBuf::proj), &pgu_ = pbuf(PrefillBuf::gate_up);
     DeviceBuffer &pact_ = pbuf(PrefillBuf::act), &pids_ = pbuf(PrefillBuf::ids), &plogits_ = pbuf(PrefillBuf::logits);
     std::vector<float> host_logits_;
+    // MoE: byte offsets of up and down in every expert block, and whether gate and up form one
+    // [2 expert_ffn, hidden] matrix (up right after gate).
+    size_t expert_up_off_ = 0, expert_down_off_ = 0;
+    bool expert_gate_up_adjacent_ = false;
+    std::vector<int32_t> host_moe_ids_;    // prefill: the routing read back to group tokens by expert
+    int32_t* host_moe_rows_ = nullptr;     // pinned: moe_rows then moe_tokens, uploaded per layer
+    size_t host_moe_rows_cap_ = 0;
 };
 
 CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(spec_from_json(a.metadata()["spec"])) {
@@ -187,6 +206,9 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
     kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
+    if (spec_.has_moe() && (spec_.moe.shared_ffn_dim > 0 || spec_.sandwich_norm || spec_.mlp_bias))
+        fail("{}: the CUDA backend does not run mixture-of-experts layers with {} yet; use --device cpu", a.path(),
+             spec_.moe.shared_ffn_dim > 0 ? "a shared expert" : spec_.sandwich_norm ? "sandwich norms" : "MLP biases");
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     embed_scale_ = spec_.embed_scale;
     if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
@@ -232,10 +254,12 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
 }
 
 CudaBackend::~CudaBackend() {
+    cache_.reset();
     ws_.reset();  // before the compute stream it orders its copies against
     if (graph_) cudaGraphExecDestroy(graph_);
     if (graph_no_copies_) cudaGraphExecDestroy(graph_no_copies_);
     if (host_io_) cudaFreeHost(host_io_);
+    if (host_moe_rows_) cudaFreeHost(host_moe_rows_);
     if (cublas_) cublasDestroy(cublas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -283,7 +307,56 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         };
         D.qkv_adjacent = follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);
         D.gate_up_adjacent = follows(D.w_gate, L.w_gate, D.w_up);
+        if (!spec_.is_moe(int(i))) continue;
+        D.router = d(L.router);
+        for (const ExpertWeights& e : L.experts) {
+            const uint8_t* base = static_cast<const uint8_t*>(d(e.gate));
+            const size_t up = size_t(static_cast<const uint8_t*>(d(e.up)) - base);
+            const size_t down = size_t(static_cast<const uint8_t*>(d(e.down)) - base);
+            // The expert kernels address up and down from the gate by one offset for all experts.
+            if (D.experts.empty() && i == 0) {
+                expert_up_off_ = up;
+                expert_down_off_ = down;
+                expert_gate_up_adjacent_ = up == e.gate->nbytes;
+            } else if (up != expert_up_off_ || down != expert_down_off_) {
+                fail("{}: expert blocks are laid out differently ({} is at +{} and +{} from its gate, expected +{} and +{}); "
+                     "re-convert the model", a.path(), e.up->name, up, down, expert_up_off_, expert_down_off_);
+            }
+            D.experts.push_back(base);
+        }
+        D.expert_table = DeviceBuffer(D.experts.size() * sizeof(void*));
+        TT_CUDA_CHECK(cudaMemcpy(D.expert_table.ptr, D.experts.data(), D.expert_table.bytes, cudaMemcpyHostToDevice));
     }
+    if (plan_.expert_slots == 0) return;
+    // Experts left in host memory: the cache fetches them by their registered device pointers
+    // (decode, from a kernel) and by their host addresses (prefill, by the copy engine).
+    const size_t keys = size_t(spec_.n_layers) * size_t(spec_.moe.n_experts);
+    std::vector<const void*> host_device(keys, nullptr), host_ptr(keys, nullptr);
+    uint64_t block_bytes = 0;
+    for (const auto& b : plan_.blocks)
+        if (b.expert >= 0) block_bytes = std::max(block_bytes, b.bytes);
+    for (size_t i = 0; i < w.layers.size(); ++i)
+        for (size_t e = 0; e < w.layers[i].experts.size(); ++e) {
+            const ArchiveTensor& gate = *a.find(w.layers[i].experts[e].gate->name);
+            host_device[i * size_t(spec_.moe.n_experts) + e] = ws_->address(gate);
+            host_ptr[i * size_t(spec_.moe.n_experts) + e] = ws_->host_address(gate);
+        }
+    cache_ = std::make_unique<ExpertCache>(spec_.n_layers, spec_.moe.n_experts, plan_.expert_slots, plan_.expert_slot_bytes,
+                                           block_bytes, std::move(host_device), std::move(host_ptr), 2 * n_sms_);
+}
+
+StreamStats CudaBackend::stream_stats() const {
+    StreamStats st = ws_->stats();
+    if (cache_) {
+        st.plan = plan_.summary();
+        st.predicted_tokens_per_s = plan_.decode_tps;
+        st.expert_slots = cache_->slots();
+        st.n_experts = plan_.n_experts_total;
+        st.expert_block_bytes = cache_->block_bytes();
+        st.expert_hits = cache_->hits();
+        st.expert_misses = cache_->misses();
+    }
+    return st;
 }
 
 void CudaBackend::decode_step() {
@@ -322,9 +395,13 @@ void CudaBackend::decode_step() {
         decode_attention(at, stream_);
 
         add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
-        gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
-                   s.norm_eps, act, ffn_.as<float>(), stream_);
-        add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, s.ffn_dim, ffn_.as<float>());
+        if (s.is_moe(il)) {
+            moe_decode(il, L);
+        } else {
+            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
+                       s.norm_eps, act, ffn_.as<float>(), stream_);
+            add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, s.ffn_dim, ffn_.as<float>());
+        }
         ws_->done(ws_->layer_block(il));  // its slot may be refilled once these kernels ran
     }
     ws_->need_head();
@@ -336,6 +413,121 @@ void CudaBackend::decode_step() {
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
     ws_->done_head();
+}
+
+void CudaBackend::moe_decode(int il, const DevLayer& L) {
+    const ModelSpec& s = spec_;
+    const MoeSpec& m = s.moe;
+    // router_logits = self.gate(norm(x)): the pre-FFN norm fused into the GEMV
+    GemvArgs r{};
+    r.seg[0] = {L.router, nullptr, dbuf(DecodeBuf::moe_logits).as<float>(), m.n_experts};
+    r.n_seg = 1; r.cols = s.hidden_dim; r.wdt = wdt_; r.x = x_.as<float>();
+    r.norm_w = L.ffn_norm; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
+    gemv(r, stream_);
+    // softmax, top-k, renormalisation, and the chosen experts' addresses, all on the device
+    const void** ptrs = static_cast<const void**>(dbuf(DecodeBuf::moe_ptrs).ptr);
+    moe_route(dbuf(DecodeBuf::moe_logits).as<float>(), 1, m.n_experts, m.top_k, m.norm_topk,
+              dbuf(DecodeBuf::moe_ids).as<int32_t>(), dbuf(DecodeBuf::moe_weights).as<float>(),
+              cache_ ? nullptr : static_cast<const void* const*>(L.expert_table.ptr), cache_ ? nullptr : ptrs, stream_);
+    // Larger than VRAM: the chosen experts' slots, misses fetched over PCIe, still on the device.
+    if (cache_) cache_->lookup(il, dbuf(DecodeBuf::moe_ids).as<int32_t>(), m.top_k, ptrs, stream_);
+    MoeGemvArgs g{};
+    g.experts = ptrs; g.up_offset = expert_up_off_; g.down_offset = expert_down_off_;
+    g.wdt = wdt_; g.top_k = m.top_k; g.ffn = m.expert_ffn_dim; g.hidden = s.hidden_dim;
+    g.x = x_.as<float>(); g.norm_w = L.ffn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
+    g.act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    g.act_out = dbuf(DecodeBuf::moe_act).as<float>(); g.partial = dbuf(DecodeBuf::moe_partial).as<float>();
+    moe_gemv_gated(g, stream_);
+    moe_gemv_down(g, stream_);
+    // final_hidden_states = sum over the chosen experts of routing_weight * expert(x); residual add
+    moe_combine(x_.as<float>(), g.partial, nullptr, dbuf(DecodeBuf::moe_weights).as<float>(), 1, m.top_k, s.hidden_dim, stream_);
+}
+
+void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
+    const ModelSpec& s = spec_;
+    const MoeSpec& m = s.moe;
+    const int H = s.hidden_dim, E = m.n_experts, K = m.top_k, EF = m.expert_ffn_dim;
+    const size_t A = size_t(n) * size_t(K), we = dtype_size(wdt_);
+    float* logits = pbuf(PrefillBuf::moe_logits).as<float>();
+    int32_t* ids = pbuf(PrefillBuf::moe_ids).as<int32_t>();
+    float* weights = pbuf(PrefillBuf::moe_weights).as<float>();
+    // router_logits = self.gate(hidden_states); routing as in decode
+    gemm(L.router, E, H, ph_.ptr, n, logits, DType::f32, E);
+    moe_route(logits, n, E, K, m.norm_topk, ids, weights, nullptr, nullptr, stream_);
+    // Group the assignments by expert on the host (one read-back per layer): grouped row r of
+    // expert e holds token tokens[r]; rows[t*K + j] is where assignment (t, j) went.
+    host_moe_ids_.resize(A);
+    TT_CUDA_CHECK(cudaMemcpyAsync(host_moe_ids_.data(), ids, A * 4, cudaMemcpyDeviceToHost, stream_));
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (host_moe_rows_cap_ < 2 * A) {
+        if (host_moe_rows_) TT_CUDA_CHECK(cudaFreeHost(host_moe_rows_));
+        TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_moe_rows_), 2 * A * 4, cudaHostAllocDefault));
+        host_moe_rows_cap_ = 2 * A;
+    }
+    int32_t* rows = host_moe_rows_;
+    int32_t* tokens = host_moe_rows_ + A;
+    std::vector<int> count(size_t(E), 0), first(size_t(E) + 1, 0);
+    for (size_t i = 0; i < A; ++i) {
+        const int32_t e = host_moe_ids_[i];
+        if (e < 0 || e >= E) fail("MoE routing chose expert {} of {} (a kernel fault)", e, E);
+        ++count[size_t(e)];
+    }
+    for (int e = 0; e < E; ++e) first[size_t(e) + 1] = first[size_t(e)] + count[size_t(e)];
+    std::vector<int> next(first.begin(), first.end() - 1);
+    for (size_t i = 0; i < A; ++i) {
+        const int r = next[size_t(host_moe_ids_[i])]++;
+        rows[i] = r;
+        tokens[r] = int32_t(i / size_t(K));
+    }
+    // note: the stream is idle here (synchronized above), so the pinned rows are free to rewrite.
+    TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_rows).ptr, host_moe_rows_, 2 * A * 4, cudaMemcpyHostToDevice, stream_));
+    const int32_t* d_rows = pbuf(PrefillBuf::moe_rows).as<int32_t>();
+    const int32_t* d_tokens = d_rows + A;  // moe_tokens follows moe_rows in the one upload
+    static_assert(size_t(PrefillBuf::moe_tokens) == size_t(PrefillBuf::moe_rows) + 1);
+    uint8_t* xg = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_x).ptr);
+    gather_rows(ph_.ptr, d_tokens, int(A), H, wdt_, xg, stream_);
+    // Per expert with tokens: [gate; up] x, then (after one activation launch for all rows) down.
+    uint8_t* gu = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_gate_up).ptr);
+    uint8_t* actb = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_act).ptr);
+    float* y = pbuf(PrefillBuf::moe_y).as<float>();
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    auto gate_up = [&](const uint8_t* base, int e) {
+        const size_t r0 = size_t(first[size_t(e)]);
+        const void* xe = xg + r0 * size_t(H) * we;
+        void* out = gu + r0 * 2 * size_t(EF) * we;
+        if (expert_gate_up_adjacent_) {
+            gemm(base, 2 * EF, H, xe, count[size_t(e)], out, wdt_, 2 * EF);
+        } else {
+            gemm(base, EF, H, xe, count[size_t(e)], out, wdt_, 2 * EF);
+            gemm(base + expert_up_off_, EF, H, xe, count[size_t(e)], static_cast<uint8_t*>(out) + size_t(EF) * we, wdt_, 2 * EF);
+        }
+    };
+    auto down = [&](const uint8_t* base, int e) {
+        const size_t r0 = size_t(first[size_t(e)]);
+        gemm(base + expert_down_off_, H, EF, actb + r0 * size_t(EF) * we, count[size_t(e)], y + r0 * size_t(H), DType::f32, H);
+    };
+    if (cache_) {
+        // Larger than VRAM: each expert used streams into a cache slot (the copy engine, ordered by
+        // events), runs its three products, and frees the slot for the next.
+        for (int e = 0; e < E; ++e) {
+            if (!count[size_t(e)]) continue;
+            const uint8_t* base = static_cast<const uint8_t*>(cache_->stage(il, e, stream_));
+            const size_t r0 = size_t(first[size_t(e)]);
+            gate_up(base, e);
+            gated_act(gu + r0 * 2 * size_t(EF) * we, gu + (r0 * 2 + 1) * size_t(EF) * we, wdt_, 2 * EF, nullptr, nullptr, wdt_,
+                      count[size_t(e)], EF, act, actb + r0 * size_t(EF) * we, wdt_, stream_);
+            down(base, e);
+            cache_->release(stream_);
+        }
+    } else {
+        for (int e = 0; e < E; ++e)
+            if (count[size_t(e)]) gate_up(static_cast<const uint8_t*>(L.experts[size_t(e)]), e);
+        gated_act(gu, gu + size_t(EF) * we, wdt_, 2 * EF, nullptr, nullptr, wdt_, int(A), EF, act, actb, wdt_, stream_);
+        for (int e = 0; e < E; ++e)
+            if (count[size_t(e)]) down(static_cast<const uint8_t*>(L.experts[size_t(e)]), e);
+    }
+    // hidden_states += sum_j routing_weight[t, j] * expert_out[rows[t, j]], in a fixed order
+    moe_combine(px_.as<float>(), y, d_rows, weights, n, K, H, stream_);
 }
 
 RopeArgs CudaBackend::rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const {
@@ -439,6 +631,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
     float* x = px_.as<float>();
     ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
+    if (cache_) cache_->begin_prefill(stream_);
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
@@ -515,6 +708,14 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // The projections back into the residual stream: added by the GEMM itself (beta = 1 on
         // the f32 residual), unless Gemma's post-norm must see the projection alone first.
         project_residual(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, H, Q, patt_.ptr, n, L.ffn_norm);
+        const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
+        if (s.is_moe(il)) {
+            moe_prefill(il, L, n);
+            ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
+            residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+            ws_->done(ws_->layer_block(il));
+            continue;
+        }
         // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32
         // for the largest activation of the layer (f32 models keep f32).
         void* gu = pgu_.ptr;
@@ -528,7 +729,6 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         gated_act(gu, up, wdt_, 2 * F, L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
-        const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
         // next_norm lives in the next block, or in the output block after the last layer. Not the
         // whole head yet: a tied head is one more streamed block, and with a ring of two slots it
         // is only enqueued once this layer's slot is released below.
@@ -545,6 +745,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);
     ws_->done_head();
     ws_->end_pass();
+    if (cache_) cache_->end_prefill(stream_);
 }
 
 void CudaBackend::grow_prefill_buffers(const PrefillBuffers& list) {

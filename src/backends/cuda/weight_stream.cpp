@@ -37,7 +37,7 @@ WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_
         const BlockPlacement& b = plan_.blocks[i];
         if (b.name == "embed") embed_block_ = int(i);
         else if (b.name == "output") output_block_ = int(i);
-        else if (b.layer >= 0) layer_block_[size_t(b.layer)] = int(i);
+        else if (b.layer >= 0 && b.expert < 0) layer_block_[size_t(b.layer)] = int(i);
         if (b.place == Placement::vram) {
             // Blocks start 4 KiB apart as in the file, so each tensor keeps its alignment.
             resident_off_[i] = int64_t(resident_bytes);
@@ -47,7 +47,7 @@ WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_
     try {
         if (resident_bytes) TT_CUDA_CHECK(cudaMalloc(&resident_, resident_bytes));
         upload_resident(archive);
-        if (plan_.streaming() || plan_.embed_host_mapped) register_host(archive);
+        if (plan_.streaming() || plan_.embed_host_mapped || plan_.expert_slots > 0) register_host(archive);
         if (plan_.streaming()) {
             const int R = plan_.ring_slots;
             TT_ASSERT(R >= 1 && plan_.slot_bytes > 0);
@@ -187,7 +187,7 @@ void WeightStream::register_host(const Archive& a) {
     for (size_t i = 0; i < plan_.blocks.size(); ++i) {
         const BlockPlacement& b = plan_.blocks[i];
         const bool embed = int(i) == embed_block_ && plan_.embed_host_mapped;
-        if (!embed && b.place != Placement::registered) continue;
+        if (!embed && b.place != Placement::registered && b.place != Placement::expert_cache) continue;
         const uint64_t len = round_up(b.bytes, k_thin_align);
         if (!embed && !ranges.empty() && !ranges.back().embed && ranges.back().offset + ranges.back().bytes == b.offset)
             ranges.back().bytes += len;
@@ -212,6 +212,12 @@ void WeightStream::register_host(const Archive& a) {
                                                   cudaGetErrorString(e)));
         }
         registered_.push_back(p);
+        if (plan_.expert_slots > 0) {
+            // The expert cache fetches experts by device pointers into these ranges.
+            void* d = nullptr;
+            TT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
+            host_ranges_.push_back({r.offset, r.bytes, d});
+        }
         if (r.embed) {
             void* d = nullptr;
             TT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
@@ -229,6 +235,12 @@ const void* WeightStream::address(const ArchiveTensor& t) const {
         const uint64_t in_block = t.offset - b.offset;
         if (resident_off_[i] >= 0) return static_cast<const uint8_t*>(resident_) + uint64_t(resident_off_[i]) + in_block;
         if (stream_index_[i] >= 0) return static_cast<const uint8_t*>(streamed_[size_t(stream_index_[i])].slot) + in_block;
+        if (b.place == Placement::expert_cache) {
+            for (const auto& r : host_ranges_)
+                if (t.offset >= r.offset && t.offset < r.offset + r.bytes)
+                    return static_cast<const uint8_t*>(r.device) + (t.offset - r.offset);
+            TT_ASSERT(false, "expert block {} is not registered", b.name);
+        }
         TT_ASSERT(b.place == Placement::host_mapped && embed_device_);
         return static_cast<const uint8_t*>(embed_device_) + in_block;
     }

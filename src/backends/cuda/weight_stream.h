@@ -53,6 +53,10 @@ public:
 
     // Where the kernels find a tensor: its resident copy or its slot (fixed for the whole run).
     const void* address(const ArchiveTensor& t) const;
+    // An expert the plan leaves in host memory (Placement::expert_cache): address() is the device
+    // pointer of its registered host copy, which the expert cache fetches from; this is its host
+    // address (the mapping), for copy-engine transfers.
+    const void* host_address(const ArchiveTensor& t) const { return archive_.base() + t.offset; }
     // Where the embedding lookup reads rows of `t` (the token embedding): the resident copy, or its
     // registered host memory through the device pointer the driver maps it at.
     const void* lookup_address(const ArchiveTensor& t) const;
@@ -110,6 +114,11 @@ private:
     std::vector<bool> enqueued_, released_;
     std::vector<void*> registered_;       // host ranges to unregister
     const void* embed_device_ = nullptr;  // device pointer of the registered embedding
+    struct HostRange {
+        uint64_t offset, bytes;
+        const void* device;
+    };
+    std::vector<HostRange> host_ranges_;  // registered ranges and their device pointers (expert cache)
     void* bounce_ = nullptr;
     int fd_ = -1;
     bool direct_io_ = false;
