@@ -105,11 +105,11 @@ constexpr int k_moe_warps = 16;
 template <typename W, bool VECTOR, bool SLICED>
 __global__ void __launch_bounds__(k_moe_warps * 32) moe_gated_kernel(MoeGemvArgs a, int kslices) {
     const int ffn = a.ffn, hidden = a.hidden;
-    auto rows_of = [&](int r, const W* (&w)[2]) {
+    auto rows_of = [&](int r, const W* (&w)[2]) {  // void: every expert reads the same x
         const int j = r / ffn, i = r - j * ffn;
         const char* base = static_cast<const char*>(a.experts[j]);
         w[0] = reinterpret_cast<const W*>(base) + size_t(i) * hidden;
-        w[1] = reinterpret_cast<const W*>(base + a.up_offset) + size_t(i) * hidden;  // every expert reads the same x
+        w[1] = reinterpret_cast<const W*>(base + a.up_offset) + size_t(i) * hidden;
     };
     auto epilogue = [&](int r, const float (&gu)[2]) {
         a.act_out[r] = (a.act == GateAct::silu ? silu(gu[0]) : gelu_tanh(gu[0])) * gu[1];
@@ -124,7 +124,8 @@ __global__ void __launch_bounds__(k_moe_warps * 32) moe_gated_kernel(MoeGemvArgs
 // (ffn = 768 for Qwen3-30B-A3B), so one row alone leaves a lane few loads to keep in flight. The
 // input differs per expert, so x is read from global memory (top_k * ffn floats, L1/L2-resident).
 // Two blocks per SM, as the dense gemv_kernel's default: without the bound the bf16 kernel takes
-// 65 registers and one block per SM, half the warps to keep loads in flight.
+// 65 registers and one block per SM, half the warps to keep loads in flight (with it, ptxas
+// spills a few bytes of the R = 2 vector path: unmeasured which costs more).
 template <typename W, bool VECTOR, bool SLICED, int R>
 __global__ void __launch_bounds__(k_moe_warps * 32, 2) moe_down_kernel(MoeGemvArgs a, int kslices) {
     const int ffn = a.ffn, hidden = a.hidden;
@@ -144,7 +145,7 @@ __global__ void __launch_bounds__(k_moe_warps * 32, 2) moe_down_kernel(MoeGemvAr
                                                                       epilogue);
 }
 
-// The launch of one expert-GEMV kernel family: K(VECTOR, SLICED) picks the instantiation.
+// The launch of one expert-GEMV kernel family: kernel_of(vector, sliced) picks the instantiation.
 template <typename KernelOf>
 void moe_launch(const MoeGemvArgs& a, KernelOf kernel_of, int rows, int cols, size_t elem, bool vec, size_t smem,
                 cudaStream_t s) {
