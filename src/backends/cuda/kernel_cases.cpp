@@ -9,6 +9,7 @@
 // shapes, odd ones included, and f16 (run by tests/gpu on the GPU machine).
 #include "backends/cuda/kernel_cases.h"
 
+#include "backends/cpu/moe.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_check.h"
@@ -557,6 +558,179 @@ std::vector<Measured> cublas_gemm_case(CaseEnv& e, DType dt, double tol) {
     return {{"y", rel_err(dy.get(ref.size()), ref), tol}};
 }
 
+// ---- mixture of experts ----
+
+struct RouteShape {
+    int n, n_experts, top_k;
+    bool norm_topk;
+    bool ties;   // logits from {0, 0.5, 1, 1.5}: many exact ties, which torch.topk breaks lowest index first
+    bool table;  // also the pointer lookup
+};
+
+// The router against cpu::moe_route row by row: the picks must be the same experts in the same
+// order, the weights equal to rounding (expf against std::exp, the softmax sum's order).
+std::vector<Measured> moe_route_case(CaseEnv& e, const RouteShape& c) {
+    const size_t nk = size_t(c.n) * c.top_k;
+    Floats logits = randn(e.rng, size_t(c.n) * c.n_experts, 2.0f);
+    if (c.ties) {
+        std::uniform_int_distribution<int> level(0, 3);
+        for (float& v : logits) v = 0.5f * float(level(e.rng));
+    }
+    std::vector<int32_t> ref_ids(nk);
+    Floats ref_w(nk);
+    for (int t = 0; t < c.n; ++t)
+        cpu::moe_route(&logits[size_t(t) * c.n_experts], c.n_experts, c.top_k, c.norm_topk, &ref_ids[size_t(t) * c.top_k],
+                       &ref_w[size_t(t) * c.top_k]);
+    // The table's entries are never dereferenced: distinct made-up addresses do.
+    std::vector<const void*> table(static_cast<size_t>(c.n_experts));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = reinterpret_cast<const void*>(uintptr_t(0x10000) + 64 * i);
+    Dev dl(logits), dtable(table), dids(nk * 4), dw(nk * 4), dptrs(nk * sizeof(void*));
+    moe_route(dl.as<float>(), c.n, c.n_experts, c.top_k, c.norm_topk, dids.as<int32_t>(), dw.as<float>(),
+              c.table ? dtable.as<const void*>() : nullptr, c.table ? static_cast<const void**>(dptrs.p) : nullptr, nullptr);
+    const auto ids = dids.get<int32_t>(nk);
+    const auto ptrs = dptrs.get<const void*>(nk);
+    size_t wrong_ids = 0, wrong_ptrs = 0;
+    for (size_t i = 0; i < nk; ++i) {
+        wrong_ids += ids[i] != ref_ids[i];
+        wrong_ptrs += ptrs[i] != table[size_t(ref_ids[i])];
+    }
+    std::vector<Measured> out = {{fmt::format("ids ({} of {} differ)", wrong_ids, nk), wrong_ids ? 1.0 : 0.0, 0.0},
+                                 {"weights", rel_err(dw.get(nk), ref_w), 1e-5}};
+    if (c.table) out.push_back({fmt::format("pointers ({} of {} differ)", wrong_ptrs, nk), wrong_ptrs ? 1.0 : 0.0, 0.0});
+    return out;
+}
+
+struct MoeShape {
+    int hidden, ffn, n_experts, top_k;
+    bool norm_topk;
+    GateAct act;
+};
+
+// One decode MoE FFN as the backend chains it: the router picks the experts and writes their
+// block pointers (from a table of E blocks in one device buffer, laid out as the archive's
+// per-expert block: gate, up, down), the gated GEMV, the down GEMV, the combine into the residual.
+// Each stage is checked against the CPU ops on its own: the down GEMV and the combine get the
+// reference of the stage before, so an error points at one kernel. note: only the selected
+// experts' blocks hold weights; the rest stay poisoned (NaN), so reading a wrong expert shows as
+// a non-finite output. Two selections on the same buffers, as two replays of one graph see.
+std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, double tol) {
+    const int k = c.top_k, E = c.n_experts;
+    const size_t es = dtype_size(dt), mat = size_t(c.ffn) * c.hidden;
+    const size_t up_off = mat * es, down_off = 2 * mat * es, block = (3 * mat * es + 4095) / 4096 * 4096;
+    Dev blocks(block * size_t(E));
+    std::vector<const void*> table(static_cast<size_t>(E));
+    for (int i = 0; i < E; ++i) table[size_t(i)] = static_cast<const uint8_t*>(blocks.p) + size_t(i) * block;
+    auto x = randn(e.rng, size_t(c.hidden)), nw = randn(e.rng, size_t(c.hidden), 0.3f);
+    auto nwb = store(nw, dt);
+    Floats xn(static_cast<size_t>(c.hidden));
+    cpu::rmsnorm_f32(x.data(), nw.data(), 0.0f, 1e-5f, xn.data(), c.hidden);
+    Dev dtable(table), dptrs(size_t(k) * sizeof(void*)), dids(size_t(k) * 4), dw(size_t(k) * 4);
+    Dev dx(x), dnw(nwb), dact(size_t(k) * c.ffn * 4), dpart(size_t(k) * c.hidden * 4);
+    MoeGemvArgs a{};
+    a.experts = static_cast<const void* const*>(dptrs.p);
+    a.up_offset = up_off;
+    a.down_offset = down_off;
+    a.wdt = dt;
+    a.top_k = k;
+    a.ffn = c.ffn;
+    a.hidden = c.hidden;
+    a.x = dx.as<float>();
+    a.norm_w = dnw.p;
+    a.norm_offset = 0.0f;
+    a.norm_eps = 1e-5f;
+    a.act = c.act;
+    a.act_out = dact.as<float>();
+    a.partial = dpart.as<float>();
+    std::vector<Measured> out;
+    for (int sel = 1; sel <= 2; ++sel) {
+        const auto logits = randn(e.rng, size_t(E), 2.0f);
+        std::vector<int32_t> ids(static_cast<size_t>(k));
+        Floats w(static_cast<size_t>(k));
+        cpu::moe_route(logits.data(), E, k, c.norm_topk, ids.data(), w.data());
+        Floats ref_act(size_t(k) * c.ffn), ref_part(size_t(k) * c.hidden), g(size_t(c.ffn)), u(size_t(c.ffn));
+        for (int j = 0; j < k; ++j) {
+            auto gw = randn(e.rng, mat, 0.05f), uw = randn(e.rng, mat, 0.05f), downw = randn(e.rng, mat, 0.05f);
+            const auto gb = store(gw, dt), ub = store(uw, dt), db = store(downw, dt);
+            uint8_t* base = static_cast<uint8_t*>(blocks.p) + size_t(ids[size_t(j)]) * block;
+            TT_CUDA_CHECK(cudaMemcpy(base, gb.data(), gb.size(), cudaMemcpyHostToDevice));
+            TT_CUDA_CHECK(cudaMemcpy(base + up_off, ub.data(), ub.size(), cudaMemcpyHostToDevice));
+            TT_CUDA_CHECK(cudaMemcpy(base + down_off, db.data(), db.size(), cudaMemcpyHostToDevice));
+            // act_out[j] = act(G_j xn) * (U_j xn); partial[j] = D_j act_out[j]
+            cpu::linear(e.pool, xn.data(), 1, view(gb, dt, {c.ffn, c.hidden}), nullptr, g.data());
+            cpu::linear(e.pool, xn.data(), 1, view(ub, dt, {c.ffn, c.hidden}), nullptr, u.data());
+            float* act = &ref_act[size_t(j) * c.ffn];
+            for (int i = 0; i < c.ffn; ++i) act[i] = act_ref(c.act, g[size_t(i)]) * u[size_t(i)];
+            cpu::linear(e.pool, act, 1, view(db, dt, {c.hidden, c.ffn}), nullptr, &ref_part[size_t(j) * c.hidden]);
+        }
+        Floats ref_x = x;
+        for (int i = 0; i < c.hidden; ++i) {
+            float acc = 0;
+            for (int j = 0; j < k; ++j) acc += w[size_t(j)] * ref_part[size_t(j) * c.hidden + size_t(i)];
+            ref_x[size_t(i)] += acc;
+        }
+        Dev dlogits(logits), dres(x);
+        moe_route(dlogits.as<float>(), 1, E, k, c.norm_topk, dids.as<int32_t>(), dw.as<float>(), dtable.as<const void*>(),
+                  static_cast<const void**>(dptrs.p), nullptr);
+        moe_gemv_gated(a, nullptr);
+        const bool same_ids = dids.get<int32_t>(size_t(k)) == ids;
+        out.push_back({fmt::format("selection {}: ids", sel), same_ids ? 0.0 : 1.0, 0.0});
+        out.push_back({fmt::format("selection {}: act_out", sel), rel_err(dact.get(ref_act.size()), ref_act), tol});
+        TT_CUDA_CHECK(cudaMemcpy(dact.p, ref_act.data(), ref_act.size() * 4, cudaMemcpyHostToDevice));
+        moe_gemv_down(a, nullptr);
+        out.push_back({fmt::format("selection {}: partial", sel), rel_err(dpart.get(ref_part.size()), ref_part), tol});
+        TT_CUDA_CHECK(cudaMemcpy(dpart.p, ref_part.data(), ref_part.size() * 4, cudaMemcpyHostToDevice));
+        moe_combine(dres.as<float>(), dpart.as<float>(), nullptr, dw.as<float>(), 1, k, c.hidden, nullptr);
+        out.push_back({fmt::format("selection {}: residual", sel), rel_err(dres.get(ref_x.size()), ref_x), 1e-5});
+    }
+    return out;
+}
+
+struct CombineShape {
+    int n, top_k, hidden;
+    bool rows;  // through a row index (the prefill's expert-sorted outputs), else y row t * top_k + j
+};
+
+std::vector<Measured> moe_combine_case(CaseEnv& e, const CombineShape& c) {
+    const size_t nk = size_t(c.n) * c.top_k, n_y = c.rows ? nk + 5 : nk;
+    auto x = randn(e.rng, size_t(c.n) * c.hidden), y = randn(e.rng, n_y * c.hidden);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::uniform_int_distribution<int32_t> any_row(0, int32_t(n_y) - 1);
+    Floats w(nk);
+    std::vector<int32_t> rows(nk);
+    for (size_t i = 0; i < nk; ++i) {
+        w[i] = unit(e.rng);
+        rows[i] = c.rows ? any_row(e.rng) : int32_t(i);
+    }
+    Floats ref = x;
+    for (int t = 0; t < c.n; ++t)
+        for (int h = 0; h < c.hidden; ++h) {
+            float acc = 0;
+            for (int j = 0; j < c.top_k; ++j) {
+                const size_t i = size_t(t) * c.top_k + size_t(j);
+                acc += w[i] * y[size_t(rows[i]) * c.hidden + size_t(h)];
+            }
+            ref[size_t(t) * c.hidden + size_t(h)] += acc;
+        }
+    Dev dx(x), dy(y), dw(w), drows(rows);
+    moe_combine(dx.as<float>(), dy.as<float>(), c.rows ? drows.as<int32_t>() : nullptr, dw.as<float>(), c.n, c.top_k,
+                c.hidden, nullptr);
+    return {{"residual", rel_err(dx.get(ref.size()), ref), 1e-6}};
+}
+
+// A copy: exact. Row lengths of 16-byte multiples take the vector path, others the narrower units.
+std::vector<Measured> gather_rows_case(CaseEnv& e, DType dt, int cols) {
+    const int n_src = 50;
+    auto src = randn(e.rng, size_t(n_src) * cols);
+    const auto sb = store(src, dt);
+    const std::vector<int32_t> idx = {3, 49, 0, 3, 17, 17, 42, 1, 30};
+    Floats ref(idx.size() * size_t(cols));
+    for (size_t i = 0; i < idx.size(); ++i)
+        std::copy_n(&src[size_t(idx[i]) * cols], cols, &ref[i * size_t(cols)]);
+    Dev ds(sb), di(idx), dd(ref.size() * dtype_size(dt));
+    gather_rows(ds.p, di.as<int32_t>(), int(idx.size()), cols, dt, dd.p, nullptr);
+    return {{"rows", rel_err(dd.get(ref.size(), dt), ref), 0.0}};
+}
+
 // ---- the table ----
 
 constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
@@ -713,6 +887,52 @@ std::vector<KernelCase> build_table() {
     for (DType dt : {f32, bf16}) add_act(dt, {f32, true, true}, true, dt == f32 ? 1e-5 : quick_tol(dt));
     add_act(f32, {f32, false, false}, false, 1e-6);
     add_act(bf16, {bf16, false, false}, false, 1e-6);  // bf16 inputs (the prefill's gate/up GEMM output)
+
+    auto add_route = [&](const RouteShape& c, bool quick) {
+        add("moe_route", f32,
+            fmt::format("n {} experts {} top {}{}{}{}", c.n, c.n_experts, c.top_k, c.norm_topk ? ", renormalised" : "",
+                        c.ties ? ", tied logits" : "", c.table ? ", pointer lookup" : ""),
+            quick, [=](CaseEnv& e) { return moe_route_case(e, c); });
+    };
+    add_route({5, 8, 2, true, false, true}, true);  // Mixtral's 8 experts, top 2
+    const RouteShape route_sweep[] = {{3, 128, 8, true, false, true},  {3, 128, 8, false, false, false},  // Qwen3-30B-A3B
+                                      {4, 8, 2, true, true, true},     {4, 64, 6, false, true, true},     // ties
+                                      {6, 128, 8, true, true, false},  {2, 256, 16, true, false, true},
+                                      {37, 60, 4, false, false, true}, {1, 1, 1, true, false, true}};
+    for (const RouteShape& c : route_sweep) add_route(c, false);
+
+    auto add_moe = [&](DType dt, const MoeShape& c, bool quick, double tol) {
+        add("moe_ffn", dt,
+            fmt::format("hidden {} ffn {}, top {} of {} experts{}, {}: route, gated, down, combine", c.hidden, c.ffn, c.top_k,
+                        c.n_experts, c.norm_topk ? " renormalised" : "", act_name(c.act)),
+            quick, [=](CaseEnv& e) { return moe_ffn_case(e, dt, c, tol); });
+    };
+    // The tiny test fixture's shape (hidden 64, ffn 32, top 2 of 8).
+    for (DType dt : {f32, bf16}) add_moe(dt, {64, 32, 8, 2, true, GateAct::silu}, true, 1e-4);
+    const MoeShape moe_sweep[] = {
+        {64, 96, 4, 2, true, GateAct::silu},          // the other fixture
+        {66, 34, 6, 3, false, GateAct::silu},         // rows of odd lengths: the scalar path (f32, f16, bf16 alike)
+        {200, 72, 16, 4, false, GateAct::gelu_tanh},  // short rows, a partial vector tail
+        {4096, 64, 4, 2, false, GateAct::silu},       // few gated rows, long ones: warps share a row (kslices)
+        {1024, 2816, 8, 2, true, GateAct::silu},      // long down rows: the unrolled loop, kslices
+        {63, 64, 4, 2, true, GateAct::silu},          // odd hidden: one down row per warp
+    };
+    for (DType dt : {f32, f16, bf16})
+        for (const MoeShape& c : moe_sweep) add_moe(dt, c, false, 1e-4);
+    add_moe(bf16, {2048, 768, 128, 8, true, GateAct::silu}, false, 1e-4);  // Qwen3-30B-A3B
+
+    auto add_combine = [&](const CombineShape& c, bool quick) {
+        add("moe_combine", f32, fmt::format("n {} top {} hidden {}{}", c.n, c.top_k, c.hidden, c.rows ? ", row index" : ""),
+            quick, [=](CaseEnv& e) { return moe_combine_case(e, c); });
+    };
+    add_combine({3, 2, 64, true}, true);
+    for (const CombineShape& c : {CombineShape{1, 8, 2048, false}, {7, 2, 100, true}, {5, 4, 33, false}, {300, 8, 300, true}})
+        add_combine(c, false);
+
+    for (DType dt : {f32, f16, bf16})
+        for (int cols : {72, 37})
+            add("gather_rows", dt, fmt::format("50 rows of {}, 9 picks with repeats", cols), dt == f32 && cols == 72,
+                [=](CaseEnv& e) { return gather_rows_case(e, dt, cols); });
     return t;
 }
 
