@@ -4,14 +4,21 @@ own initialisation (on the GPU, bf16), saves it, then measures transformers on i
 eager generate) and writes reference logits in the format of ../shared's reference files, so that
 ThinTensor's run on the same checkpoint can be checked and compared in the same benchmark run.
 
-usage: hf_random_model.py SHAPE OUT_DIR RESULT_JSON [--gen N] [--prefill N]
-SHAPE: llama3-8b | qwen3-0.6b
+usage: hf_random_model.py SHAPE OUT_DIR RESULT_JSON [--gen N] [--prefill N] [--no-speed] [--no-f32]
+SHAPE: llama3-8b | qwen3-0.6b | qwen3-30b-a3b-16l (Qwen3-30B-A3B with 16 of its 48 layers, ~21 GB)
+
+note: transformers 5.x holds a MoE layer's experts fused in memory (mlp.experts.gate_up_proj
+[E, 2*I, H], gate rows first, and mlp.experts.down_proj [E, H, I]; conversion_mapping.py maps the
+hub's per-expert names onto them when loading). The MoE shape is therefore written by
+save_per_expert below, with the hub's per-expert names (model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight),
+whatever save_pretrained of the installed version would write.
 """
 import argparse, json, os, sys, time
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config, Qwen3MoeConfig
 
 SHAPES = {
     "llama3-8b": lambda: LlamaConfig(
@@ -25,7 +32,103 @@ SHAPES = {
         num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, bos_token_id=151643,
         eos_token_id=151645),
+    "qwen3-30b-a3b-16l": lambda: qwen3_moe_config(num_hidden_layers=16),
 }
+MOE_SHAPES = {"qwen3-30b-a3b-16l"}
+
+
+def qwen3_moe_config(num_hidden_layers):
+    """Qwen/Qwen3-30B-A3B's config.json with fewer layers. transformers 5.x names some fields
+    differently from the hub file (num_experts -> num_local_experts, rope_theta -> rope_parameters);
+    the values are set through whichever names this version has and checked afterwards."""
+    cfg = Qwen3MoeConfig(
+        hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768, num_hidden_layers=num_hidden_layers,
+        num_attention_heads=32, num_key_value_heads=4, head_dim=128, vocab_size=151936,
+        max_position_embeddings=40960, rms_norm_eps=1e-6, num_experts=128, num_experts_per_tok=8,
+        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
+        bos_token_id=151643, eos_token_id=151645, rope_theta=1000000.0)
+    if isinstance(getattr(cfg, "rope_parameters", None), dict):
+        cfg.rope_parameters = {"rope_type": "default", "rope_theta": 1000000.0}
+    for name in ("num_experts", "num_local_experts"):
+        if hasattr(cfg, name) and getattr(cfg, name) != 128:
+            setattr(cfg, name, 128)
+    n_exp = getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None)
+    if n_exp != 128 or cfg.num_experts_per_tok != 8 or cfg.moe_intermediate_size != 768 or not cfg.norm_topk_prob:
+        raise SystemExit(f"Qwen3MoeConfig did not take the MoE fields: experts {n_exp}, top-k {cfg.num_experts_per_tok}, "
+                         f"moe_intermediate_size {cfg.moe_intermediate_size}, norm_topk_prob {cfg.norm_topk_prob}")
+    return cfg
+
+
+def save_per_expert(model, cfg, out_dir):
+    """Writes the model as the hub's Qwen3-30B-A3B is laid out: one safetensors shard per layer
+    (plus one for embedding, final norm and head), per-expert tensor names, an index, config.json
+    with the hub's field names beside this version's. Returns the number of expert tensors written."""
+    os.makedirs(out_dir, exist_ok=True)
+    state = model.state_dict()
+    n_inter = cfg.moe_intermediate_size
+    groups = {}  # shard key -> {name: tensor}
+    n_expert_tensors = 0
+    for name, t in state.items():
+        layer = name.split(".")[2] if name.startswith("model.layers.") else "rest"
+        g = groups.setdefault(layer, {})
+        if name.endswith("mlp.experts.gate_up_proj") or name.endswith("mlp.experts.down_proj"):
+            base = name.rsplit(".", 1)[0]  # model.layers.N.mlp.experts
+            t = t.detach().to("cpu")
+            n_exp, hidden = t.shape[0], cfg.hidden_size
+            if name.endswith("gate_up_proj"):
+                if tuple(t.shape) == (n_exp, hidden, 2 * n_inter):  # a transposed layout: [E, H, 2I]
+                    t = t.transpose(1, 2)
+                if tuple(t.shape) != (n_exp, 2 * n_inter, hidden):
+                    raise SystemExit(f"{name}: expected [{n_exp}, {2 * n_inter}, {hidden}], found {list(t.shape)}")
+                for e in range(n_exp):
+                    g[f"{base}.{e}.gate_proj.weight"] = t[e, :n_inter].contiguous()
+                    g[f"{base}.{e}.up_proj.weight"] = t[e, n_inter:].contiguous()
+                n_expert_tensors += 2 * n_exp
+            else:
+                if tuple(t.shape) == (n_exp, n_inter, hidden):  # transposed: [E, I, H]
+                    t = t.transpose(1, 2)
+                if tuple(t.shape) != (n_exp, hidden, n_inter):
+                    raise SystemExit(f"{name}: expected [{n_exp}, {hidden}, {n_inter}], found {list(t.shape)}")
+                for e in range(n_exp):
+                    g[f"{base}.{e}.down_proj.weight"] = t[e].contiguous()
+                n_expert_tensors += n_exp
+        else:
+            if ".mlp.experts." in name and name.endswith(("gate_proj.weight", "up_proj.weight", "down_proj.weight")):
+                n_expert_tensors += 1  # this version already keeps one module per expert
+            g[name] = t.detach().to("cpu").contiguous()
+    keys = sorted((k for k in groups if k != "rest"), key=int) + ["rest"]
+    weight_map, total = {}, 0
+    for i, k in enumerate(keys):
+        fname = f"model-{i + 1:05d}-of-{len(keys):05d}.safetensors"
+        save_file(groups[k], os.path.join(out_dir, fname), metadata={"format": "pt"})
+        for n, t in groups[k].items():
+            weight_map[n] = fname
+            total += t.numel() * t.element_size()
+        groups[k] = None  # free the host copy before the next shard
+    json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+              open(os.path.join(out_dir, "model.safetensors.index.json"), "w"), indent=2)
+    model.config.save_pretrained(out_dir)
+    try:
+        model.generation_config.save_pretrained(out_dir)
+    except Exception as e:  # not needed by any reader here; say so and go on
+        print(f"note: generation_config not written: {e}")
+    # The hub file's names beside this version's, so that readers of either find them.
+    p = os.path.join(out_dir, "config.json")
+    c = json.load(open(p))
+    c.setdefault("num_experts", 128)
+    c.setdefault("rope_theta", 1000000.0)
+    json.dump(c, open(p, "w"), indent=2)
+    # Read back: every expert tensor under its own name, no fused tensor left.
+    names = []
+    for fname in sorted(set(weight_map.values())):
+        with safe_open(os.path.join(out_dir, fname), "pt") as f:
+            names += list(f.keys())
+    fused = [n for n in names if "gate_up_proj" in n or n.endswith("experts.down_proj")]
+    want = cfg.num_hidden_layers * 128 * 3
+    per_expert = sum(1 for n in names if ".mlp.experts." in n)
+    if fused or per_expert != want:
+        raise SystemExit(f"saved checkpoint: {per_expert} per-expert tensors (want {want}), fused tensors {fused[:3]}")
+    return per_expert
 
 
 def sync_time(fn, reps):
@@ -45,6 +148,7 @@ def main():
     ap.add_argument("--gen", type=int, default=32)
     ap.add_argument("--prefill", type=int, default=2048)
     ap.add_argument("--no-speed", action="store_true", help="make the checkpoint and reference only")
+    ap.add_argument("--no-f32", action="store_true", help="skip the f32 reference logits (logits_bf16 only)")
     a = ap.parse_args()
     torch.manual_seed(0)
     cfg = SHAPES[a.shape]()
@@ -61,12 +165,19 @@ def main():
     torch.cuda.synchronize()
     init_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model.save_pretrained(a.out_dir, safe_serialization=True, max_shard_size="5GB")
+    if a.shape in MOE_SHAPES:
+        n_expert_tensors = save_per_expert(model, cfg, a.out_dir)
+    else:
+        model.save_pretrained(a.out_dir, safe_serialization=True, max_shard_size="5GB")
     save_s = time.perf_counter() - t0
     res = {"shape": a.shape, "init_s": init_s, "save_s": save_s,
            "params": sum(p.numel() for p in model.parameters()),
            "torch": torch.__version__, "transformers": __import__("transformers").__version__,
            "gpu": torch.cuda.get_device_name(0)}
+    if a.shape in MOE_SHAPES:
+        res["per_expert_tensors"] = n_expert_tensors
+        res["config"] = json.load(open(os.path.join(a.out_dir, "config.json")))
+        print(f"saved {n_expert_tensors} per-expert tensors in {save_s:.1f} s", flush=True)
 
     with torch.no_grad():
         # Reference logits for parity (64-token prompt, bf16 model, logits as f32) + greedy ids.
@@ -77,17 +188,19 @@ def main():
                                 pad_token_id=0)[0, 8:]
         # The same weights upcast to f32 (exact), all arithmetic in f32: what ThinTensor's f32
         # accumulation computes, so the bf16 archive is held to this one too.
-        model.float()
-        logits32 = model(ids).logits[0].float()
-        model.to(torch.bfloat16)
-        save_file({"input_ids": ids[0].cpu().to(torch.int64), "logits_bf16": logits.cpu().contiguous(),
-                   "logits_f32": logits32.cpu().contiguous(), "greedy_ids": greedy.cpu().to(torch.int64)},
-                  os.path.join(a.out_dir, "reference.safetensors"))
+        ref = {"input_ids": ids[0].cpu().to(torch.int64), "logits_bf16": logits.cpu().contiguous(),
+               "greedy_ids": greedy.cpu().to(torch.int64)}
+        if not a.no_f32:
+            model.float()
+            ref["logits_f32"] = model(ids).logits[0].float().cpu().contiguous()
+            model.to(torch.bfloat16)
+        save_file(ref, os.path.join(a.out_dir, "reference.safetensors"))
 
         if a.no_speed:
             json.dump(res, open(a.result_json, "w"), indent=2)
             return 0
         # Decode speed: eager generate, batch 1, one prompt token, a fixed number of new tokens.
+        torch.cuda.reset_peak_memory_stats()
         prompt = ids[:, :1]
         model.generate(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
         dt = sync_time(lambda: model.generate(prompt, max_new_tokens=a.gen, min_new_tokens=a.gen,
@@ -99,6 +212,7 @@ def main():
         dt = sync_time(lambda: model(long_ids, logits_to_keep=1), 3)
         res["hf_prefill_tok_s"] = a.prefill / dt
         res["hf_prefill_len"] = a.prefill
+        res["hf_speed_max_vram_allocated"] = torch.cuda.max_memory_allocated()  # weights + the speed runs' buffers
     json.dump(res, open(a.result_json, "w"), indent=2)
     print(json.dumps(res))
 
