@@ -70,6 +70,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
         ->check(byte_budget("--vram-budget"));
     sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)")
         ->check(byte_budget("--ram-budget"));
+    sub.add_option("--expert-slots", a.expert_slots,
+                   "Mixture of experts: keep the experts in host memory and cache at most N of them in VRAM, at least 1 "
+                   "(default: every expert resident when they fit, else as many as the budget holds)")
+        ->check(int_at_least(1));
 }
 
 void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
@@ -126,6 +130,8 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     bo.profile = parse_profile(a.profile);
     if (!a.vram_budget.empty()) bo.vram_budget = parse_byte_size(a.vram_budget, "--vram-budget");
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
+    bo.expert_slots = a.expert_slots;
+    if (a.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", a.model);
     // The CUDA backend plans with these budgets and prints its plan; the CPU backend has no VRAM to
     // budget and reads the weights from the mapping in place.
     if (bo.device == "cpu" && (!a.vram_budget.empty() || !a.ram_budget.empty()))

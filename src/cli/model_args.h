@@ -25,6 +25,7 @@ struct ModelArgs {
     int threads = 0;     // 0 (flag not given) = all cores; the flag is 1..max_threads()
     std::string profile = "balanced";
     std::string vram_budget, ram_budget;  // "" = automatic; else sizes such as 8GiB
+    int expert_slots = 0;  // 0 = automatic; else at most this many experts cached in VRAM (MoE)
 };
 void add_model_args(CLI::App& sub, ModelArgs& a);
 

@@ -71,6 +71,7 @@ struct BackendOptions {
     Profile profile = Profile::balanced;
     uint64_t vram_budget = 0;    // bytes of VRAM the backend may use; 0 = free VRAM minus a margin
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
+    int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)
 };
 
 // Creates the backend named by opt.device for the opened archive (kept alive by the caller).

@@ -27,9 +27,10 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
     set(PrefillBuf::act, "gated activation", T * F * we);
     set(PrefillBuf::ids, "token ids", T * 4);
     set(PrefillBuf::logits, "logits", uint64_t(logit_rows) * uint64_t(s.vocab_size) * 4);
-    if (s.has_moe()) {
-        const uint64_t A = T * uint64_t(s.moe.top_k), EF = uint64_t(s.moe.expert_ffn_dim);
-        set(PrefillBuf::moe_logits, "router logits", T * uint64_t(s.moe.n_experts) * 4);
+    {  // mixture-of-experts layers only: 0 bytes (named still) for dense models
+        const uint64_t moe = s.has_moe() ? 1 : 0;
+        const uint64_t A = moe * T * uint64_t(s.moe.top_k), EF = uint64_t(s.moe.expert_ffn_dim);
+        set(PrefillBuf::moe_logits, "router logits", moe * T * uint64_t(s.moe.n_experts) * 4);
         set(PrefillBuf::moe_ids, "chosen experts", A * 4);
         set(PrefillBuf::moe_weights, "routing weights", A * 4);
         set(PrefillBuf::moe_rows, "expert-grouped rows", A * 4);
@@ -57,9 +58,9 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
     set(DecodeBuf::partial, "attention partials", decode_attention_partial_floats(s.n_heads, s.head_dim, n_splits) * 4);
     set(DecodeBuf::arrivals, "attention arrival counters", uint64_t(s.n_kv_heads) * 4);
     set(DecodeBuf::io, "token, position, result", 4 * 4);
-    if (s.has_moe()) {
-        const uint64_t K = uint64_t(s.moe.top_k);
-        set(DecodeBuf::moe_logits, "router logits", uint64_t(s.moe.n_experts) * 4);
+    {  // mixture-of-experts layers only
+        const uint64_t K = s.has_moe() ? uint64_t(s.moe.top_k) : 0;
+        set(DecodeBuf::moe_logits, "router logits", K ? uint64_t(s.moe.n_experts) * 4 : 0);
         set(DecodeBuf::moe_ids, "chosen experts", K * 4);
         set(DecodeBuf::moe_weights, "routing weights", K * 4);
         set(DecodeBuf::moe_ptrs, "chosen experts' addresses", K * sizeof(void*));

@@ -118,25 +118,43 @@ namespace {
 // in registered host memory when it can be), the experts in registered host memory, and the
 // VRAM left over as a pool of expert slots shared by all layers. A decode token reads top_k
 // experts per MoE layer; a miss is fetched within its layer, so its bytes add to the step.
+// The sizes an expert-cache plan is made of.
+struct ExpertCacheSizes {
+    bool embed_host = false;     // the token embedding in registered host memory
+    uint64_t dense = 0;          // resident: every block but the experts (and a host-mapped embedding)
+    uint64_t expert_total = 0, slot = 0;
+    int n_experts = 0, min_slots = 0;
+    uint64_t min_vram = 0;       // fixed + dense + min_slots slots
+};
+ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, int embed, bool embed_can_leave) {
+    const ModelSpec& s = in.spec;
+    ExpertCacheSizes z;
+    z.embed_host = !s.tied_embeddings && embed_can_leave;
+    for (size_t i = 0; i < in.blocks.size(); ++i) {
+        const PlanBlock& b = in.blocks[i];
+        if (b.expert >= 0) {
+            z.slot = std::max(z.slot, round_up(b.bytes, k_thin_align));
+            z.expert_total += b.bytes;
+            ++z.n_experts;
+        } else if (!(z.embed_host && int(i) == embed)) {
+            z.dense += round_up(b.bytes, k_thin_align);
+        }
+    }
+    // One slot per MoE layer, and at least top_k: one layer's chosen experts at once.
+    z.min_slots = std::max(s.moe.top_k, s.n_moe_layers());
+    z.min_vram = fixed + z.dense + uint64_t(z.min_slots) * z.slot;
+    return z;
+}
+
 Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLine>& fixed_lines, int embed, bool embed_can_leave) {
     const ModelSpec& s = in.spec;
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
-    const bool embed_host = !s.tied_embeddings && embed_can_leave;
-    uint64_t dense = 0, expert_total = 0, slot = 0;
-    int n_experts = 0;
-    for (size_t i = 0; i < in.blocks.size(); ++i) {
-        const PlanBlock& b = in.blocks[i];
-        if (b.expert >= 0) {
-            slot = std::max(slot, round_up(b.bytes, k_thin_align));
-            expert_total += b.bytes;
-            ++n_experts;
-        } else if (!(embed_host && int(i) == embed)) {
-            dense += round_up(b.bytes, k_thin_align);
-        }
-    }
-    const int min_slots = std::max(s.moe.top_k, s.n_moe_layers());
-    p.min_vram = fixed + dense + uint64_t(min_slots) * slot;
+    const ExpertCacheSizes z = expert_cache_sizes(in, fixed, embed, embed_can_leave);
+    const bool embed_host = z.embed_host;
+    const uint64_t dense = z.dense, expert_total = z.expert_total, slot = z.slot;
+    const int n_experts = z.n_experts, min_slots = z.min_slots;
+    p.min_vram = z.min_vram;
     if (p.vram_budget < p.min_vram) {
         std::string parts = fmt::format("dense weights {}, {} expert slots (one per MoE layer, at least top_k) x {}",
                                         format_bytes(double(dense)), min_slots, format_bytes(double(slot)));
@@ -146,6 +164,12 @@ Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLi
              p.vram_budget_origin, format_bytes(double(p.min_vram)), in.context, parts);
     }
     p.expert_slots = int(std::min<uint64_t>(uint64_t(n_experts), (p.vram_budget - fixed - dense) / slot));
+    if (in.expert_slots > 0) {
+        if (in.expert_slots < min_slots)
+            fail("--expert-slots {} is below the minimum of {} for this model (one per mixture-of-experts layer, and at least "
+                 "num_experts_per_tok {})", in.expert_slots, min_slots, s.moe.top_k);
+        p.expert_slots = std::min(p.expert_slots, in.expert_slots);
+    }
     p.expert_slot_bytes = slot;
     p.n_experts_total = n_experts;
     p.expert_hit_rate = double(p.expert_slots) / double(n_experts);
@@ -291,16 +315,18 @@ Plan make_plan(const PlanInput& in) {
     std::vector<int> head = {output};
     if (tied && embed_can_leave) head.push_back(embed);
 
+    // A mixture of experts that fits is resident whole; otherwise its experts move to host memory
+    // behind a VRAM cache (never its dense layers to the ring).
     if (s.has_moe()) {
         uint64_t all = fixed;
         for (size_t i = 0; i < in.blocks.size(); ++i) all += round_up(bytes_of(int(i)), k_thin_align);
-        if (all > p.vram_budget) return make_expert_cache_plan(in, std::move(p), fixed_lines, embed, embed_can_leave);
+        if (all > p.vram_budget || in.expert_slots > 0) return make_expert_cache_plan(in, std::move(p), fixed_lines, embed, embed_can_leave);
     }
     // Candidates: everything resident; else the last layers streamed (with the head resident, or
     // streamed too). Among those that fit, the one that streams the fewest bytes wins; the smallest
     // need over all of them is the minimum working set.
     std::vector<Candidate> candidates(1);  // [0]: everything resident
-    for (int stream_head = 0; stream_head < 2; ++stream_head)
+    for (int stream_head = 0; stream_head < 2 && !s.has_moe(); ++stream_head)
         for (int k = s.n_layers; k >= 0; --k) {  // k = first streamed layer
             Candidate c;
             c.embed_host = !tied && embed_can_leave;
@@ -336,6 +362,9 @@ Plan make_plan(const PlanInput& in) {
              p.vram_budget_origin, format_bytes(double(p.min_vram)), in.context, parts,
              embed_can_leave || tied ? "" : "; the token embedding stays resident because it cannot be registered in host memory");
     }
+
+    // The smallest budget of a mixture of experts is its expert cache's minimum.
+    if (s.has_moe()) p.min_vram = expert_cache_sizes(in, fixed, embed, embed_can_leave).min_vram;
 
     // ---- placements ----
     for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1, b.expert});

@@ -65,6 +65,7 @@ struct PlanInput {
     uint64_t ram_budget = 0;        // requested; 0 = available RAM minus the margin
     uint64_t ram_available = 0;     // MemAvailable now
     bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
+    int expert_slots = 0;           // MoE: > 0 = experts in host memory, at most this many cached in VRAM (--expert-slots)
     Bandwidths bw;
 };
 

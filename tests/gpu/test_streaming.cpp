@@ -129,7 +129,18 @@ TEST(Streaming, BitIdenticalToResident) {
         add("minimum working set", full.min_vram, 0);
         add("halfway", full.min_vram + (full.vram_used - full.min_vram) / 2, 0);
         for (const auto& b : split(std::getenv("TT_STREAM_BUDGETS"), ',')) add("--vram-budget " + b, parse_byte_size(b, "TT_STREAM_BUDGETS"), 0);
-        if (a.file_size() < (uint64_t(2) << 30)) {  // from disk every pass: only small models, for time
+        if (spec.has_moe()) {
+            // The VRAM expert cache holding every expert, half of them, and one slot per MoE layer.
+            int n_experts = 0;
+            for (const auto& blk : a.blocks()) n_experts += blk.name.find(".expert.") != std::string::npos;
+            for (const auto& [name, slots] : {std::pair<const char*, int>{"expert cache: all experts", n_experts},
+                                              {"expert cache: half", n_experts / 2},
+                                              {"expert cache: one slot per layer", std::max(spec.n_moe_layers(), spec.moe.top_k)}}) {
+                BackendOptions o = base;
+                o.expert_slots = slots;
+                runs.emplace_back(name, o);
+            }
+        } else if (a.file_size() < (uint64_t(2) << 30)) {  // from disk every pass: only small models, for time
             BackendOptions o = base;
             o.vram_budget = full.min_vram;
             const Plan p = make_plan(cuda::device_plan_input(a, spec, o, 0, context, true, false));
@@ -146,8 +157,11 @@ TEST(Streaming, BitIdenticalToResident) {
             SCOPED_TRACE(path + ", " + name);
             auto streamed = make_backend(a, opt);
             const StreamStats st = streamed->stream_stats();
-            if (name.rfind("minimum", 0) == 0) {
+            if (name.rfind("minimum", 0) == 0 || name.rfind("expert cache", 0) == 0) {
                 EXPECT_TRUE(st.streaming) << st.plan;
+            }
+            if (name.rfind("expert cache", 0) == 0) {
+                EXPECT_EQ(st.expert_slots, opt.expert_slots) << st.plan;
             }
             const Trace got = run_script(*streamed, spec, context);
             expect_identical(want, got, path + ", " + name + " (" + st.plan + ")");
@@ -155,6 +169,15 @@ TEST(Streaming, BitIdenticalToResident) {
                 const StreamStats end = streamed->stream_stats();
                 EXPECT_GT(end.passes, 16u) << "every prefill chunk and decode step is a pass";
                 EXPECT_EQ(end.bytes_streamed, end.passes * st.bytes_per_pass);
+            }
+            if (st.expert_slots > 0) {
+                const StreamStats end = streamed->stream_stats();
+                EXPECT_GT(end.expert_hits + end.expert_misses, 0u) << "decode looked experts up in the cache";
+                if (st.expert_slots < st.n_experts) {
+                    EXPECT_GT(end.expert_misses, 0u) << "a cache smaller than the experts missed";
+                }
+                std::printf("expert cache %s, %s: %d of %d slots, %llu hits, %llu misses\n", path.c_str(), name.c_str(), st.expert_slots,
+                            st.n_experts, (unsigned long long)end.expert_hits, (unsigned long long)end.expert_misses);
             }
             std::printf("identical: %s, %s: %s\n", path.c_str(), name.c_str(), st.plan.c_str());
         }

@@ -348,6 +348,7 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
 StreamStats CudaBackend::stream_stats() const {
     StreamStats st = ws_->stats();
     if (cache_) {
+        st.streaming = true;
         st.plan = plan_.summary();
         st.predicted_tokens_per_s = plan_.decode_tps;
         st.expert_slots = cache_->slots();
