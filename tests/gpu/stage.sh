@@ -18,4 +18,6 @@ for m in $GPU_FIXTURES; do cp -r ../shared/fixtures/hf-tiny/$m .carry/shared/fix
 cp -r ../shared/models/tinystories-656k .carry/shared/models/
 cp -r ../shared/models/stories260K/hf ../shared/models/stories260K/tok512.bin .carry/shared/models/stories260K/
 strip .carry/bin/thintensor .carry/bin/gpu_tests
+# Binaries and libraries travel xz-compressed (a third of their size); run.sh unpacks them.
+tar -C .carry -cf - bin lib | xz -T0 -6 >.carry/payload.tar.xz && rm -rf .carry/bin .carry/lib
 du -sh .carry

@@ -165,7 +165,7 @@ TEST(Streaming, BitIdenticalToResident) {
             }
             const Trace got = run_script(*streamed, spec, context);
             expect_identical(want, got, path + ", " + name + " (" + st.plan + ")");
-            if (st.streaming) {
+            if (st.streaming && st.expert_slots == 0) {  // the ring counts passes; the expert cache its lookups (below)
                 const StreamStats end = streamed->stream_stats();
                 EXPECT_GT(end.passes, 16u) << "every prefill chunk and decode step is a pass";
                 EXPECT_EQ(end.bytes_streamed, end.passes * st.bytes_per_pass);

@@ -306,7 +306,7 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
             return static_cast<const uint8_t*>(first) + tf->nbytes == static_cast<const uint8_t*>(second);
         };
         D.qkv_adjacent = follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);
-        D.gate_up_adjacent = follows(D.w_gate, L.w_gate, D.w_up);
+        D.gate_up_adjacent = L.w_gate && follows(D.w_gate, L.w_gate, D.w_up);  // MoE layers have no dense MLP
         if (!spec_.is_moe(int(i))) continue;
         D.router = d(L.router);
         for (const ExpertWeights& e : L.experts) {
@@ -481,10 +481,10 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
         tokens[r] = int32_t(i / size_t(K));
     }
     // note: the stream is idle here (synchronized above), so the pinned rows are free to rewrite.
-    TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_rows).ptr, host_moe_rows_, 2 * A * 4, cudaMemcpyHostToDevice, stream_));
     const int32_t* d_rows = pbuf(PrefillBuf::moe_rows).as<int32_t>();
-    const int32_t* d_tokens = d_rows + A;  // moe_tokens follows moe_rows in the one upload
-    static_assert(size_t(PrefillBuf::moe_tokens) == size_t(PrefillBuf::moe_rows) + 1);
+    const int32_t* d_tokens = pbuf(PrefillBuf::moe_tokens).as<int32_t>();
+    TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_rows).ptr, rows, A * 4, cudaMemcpyHostToDevice, stream_));
+    TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_tokens).ptr, tokens, A * 4, cudaMemcpyHostToDevice, stream_));
     uint8_t* xg = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_x).ptr);
     gather_rows(ph_.ptr, d_tokens, int(A), H, wdt_, xg, stream_);
     // Per expert with tokens: [gate; up] x, then (after one activation launch for all rows) down.
