@@ -115,6 +115,7 @@ def save_per_expert(model, cfg, out_dir):
     # The hub file's names beside this version's, so that readers of either find them.
     p = os.path.join(out_dir, "config.json")
     c = json.load(open(p))
+    c.setdefault("architectures", ["Qwen3MoeForCausalLM"])  # save_pretrained of a bare config leaves it out
     c.setdefault("num_experts", 128)
     c.setdefault("rope_theta", 1000000.0)
     json.dump(c, open(p, "w"), indent=2)
