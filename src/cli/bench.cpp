@@ -37,6 +37,7 @@ struct Opts {
     std::string prompt_lengths = "512,2048", depths = "0";
     int gen_tokens = 128, reps = 3;
     bool json = false;
+    bool random_decode = false;
     bool prompt_lengths_set = false, gen_tokens_set = false, depths_set = false;
     double bandwidth_gbs = 0, gemm_tflops = 0;
 };
@@ -248,7 +249,12 @@ int run(Opts o) {
             int32_t next = m.backend->forward_sample(ctx, sampler, ctx);
             const StreamStats before = st0.expert_slots > 0 ? m.backend->stream_stats() : StreamStats{};
             const auto t0 = Clock::now();
-            for (int i = 0; i < o.gen_tokens; ++i) next = m.backend->forward_sample(std::span<const int32_t>(&next, 1), sampler, ctx);
+            for (int i = 0; i < o.gen_tokens; ++i) {
+                next = m.backend->forward_sample(std::span<const int32_t>(&next, 1), sampler, ctx);
+                // note: greedy decoding of random weights soon repeats one token, and so one set of
+                // experts; random inputs route like varied text instead (the step's work is the same).
+                if (o.random_decode) next = tok(rng);
+            }
             const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
             if (r == 0) continue;
             tps.push_back(o.gen_tokens / sec);
@@ -268,7 +274,7 @@ int run(Opts o) {
         rows.push_back({name, st, 1e3 / st.mean, fmt::format("{} /token", format_bytes(bytes_per_token)),
                         fmt::format("{:.0f} GB/s", gbs),
                         bw > 0 ? fmt::format("{:.1f}% of {:.0f} GB/s ({:.0f} tok/s)", 100 * gbs / bw, bw, bw * 1e9 / bytes_per_token) : "-"});
-        results.push_back({{"test", name}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"bytes_per_token", bytes_per_token},
+        results.push_back({{"test", name}, {"decode_input", o.random_decode ? "random" : "greedy"}, {"tokens_per_s", st.mean}, {"sd", st.sd}, {"bytes_per_token", bytes_per_token},
                            {"gbs", gbs}, {"roofline_gbs", bw}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / bytes_per_token : 0.0}});
         if (st0.expert_slots > 0) {
             // The expert cache: its hit rate over the timed tokens, the misses' bytes over PCIe,
@@ -360,6 +366,9 @@ static tt::cli::Registration reg("bench", "Measure prefill and decode speed agai
                                      sub.add_option("--bandwidth", o->bandwidth_gbs, "Roofline memory bandwidth in GB/s (default: measured)");
                                      sub.add_option("--gemm-tflops", o->gemm_tflops, "Roofline GEMM rate (default: measured)");
                                      sub.add_flag("--json", o->json, "Print JSON");
+                                     sub.add_flag("--random-decode", o->random_decode,
+                                                  "Feed decode steps random token ids instead of the greedy continuation "
+                                                  "(mixture of experts: routing spread as over varied text, not one repeated token)");
                                      return [o, &sub]() -> int {
                                          o->prompt_lengths_set = sub.count("--prompt-lengths") > 0;
                                          o->gen_tokens_set = sub.count("--gen-tokens") > 0;

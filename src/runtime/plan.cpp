@@ -272,7 +272,10 @@ Plan make_plan(const PlanInput& in) {
 
     // ---- the fixed working set ----
     p.prefill_chunk = prefill_chunk_tokens(in.context);
-    const std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context);
+    std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context);
+    // note: budgets are what nvidia-smi shows for the process; an automatic one (the VRAM free once
+    // this process's context exists) is conservative by this line.
+    fixed_lines.push_back({"CUDA context and kernel images (counted by nvidia-smi)", k_cuda_context});
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
 
@@ -365,6 +368,7 @@ Plan make_plan(const PlanInput& in) {
 
     // The smallest budget of a mixture of experts is its expert cache's minimum.
     if (s.has_moe()) p.min_vram = expert_cache_sizes(in, fixed, embed, embed_can_leave).min_vram;
+
 
     // ---- placements ----
     for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1, b.expert});

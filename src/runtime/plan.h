@@ -75,6 +75,10 @@ inline constexpr uint64_t k_vram_margin = uint64_t(512) << 20;      // auto budg
 inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator rounding, CUDA graph, events
 inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
 inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
+// What nvidia-smi counts for a process beside its allocations: the CUDA context, the kernel images
+// and cuBLAS's handle (about 720 MiB measured on the H200 with CUDA 13, 2026-12-01). An explicit
+// --vram-budget is held to nvidia-smi's figure, so the plan spends this much of it on them.
+inline constexpr uint64_t k_cuda_context = uint64_t(768) << 20;
 // Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16, 2026-11-29 second run):
 // the Llama-3-8B shape reads 15.02 GB/token at 198.6 tok/s against a 4216 GB/s device copy, the
 // Qwen3-0.6B shape 1.20 GB/token at 871.1 tok/s against 4178 GB/s. Kernel time per token =

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# ThinTensor's half of bench/moe_bench.sh alone (no llama.cpp build, no GGUF, no accelerate), for a
+# re-measurement in a short device call: the same checkpoint (transformers' init under seed 0),
+# converted, then bench resident, --vram-budget 8GiB and 4GiB with random decode inputs, peak VRAM
+# from nvidia-smi. usage: bench/moe_tt_only.sh CARRY (as staged by bench/moe_stage.sh); results in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+carry=$1; OUT=${OUT:-$PWD/moe-out}; mkdir -p "$OUT"
+TT=$carry/bin/thintensor
+fix=$(mktemp -d); export LD_LIBRARY_PATH="$fix${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for lib in $(ldd "$TT" | awk '/not found/ {print $1}'); do ln -sf "$PWD/$carry/lib/$lib" "$fix/$lib"; done
+w=/dev/shm/ttmoe-only; rm -rf "$w"; mkdir -p "$w"
+python3 bench/hf_random_model.py qwen3-30b-a3b-16l "$w/hf" "$OUT/hf-ckpt.json" --no-speed >"$OUT/ckpt.log" 2>&1 || { tail -5 "$OUT/ckpt.log"; exit 1; }
+"$TT" -q convert "$w/hf" -o "$w/m.thin" --dtype bf16 2>"$OUT/convert.err" || { cat "$OUT/convert.err"; exit 1; }
+rm -rf "$w/hf"
+for b in resident 8GiB 4GiB; do
+  flag=(); [ $b = resident ] || flag=(--vram-budget $b)
+  if [ $b = resident ]; then args=(--prompt-lengths 512,2048 --gen-tokens 128 --reps 3); else args=(--prompt-lengths 512 --gen-tokens 32 --reps 2); fi
+  base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$w/vram-$b.csv" & smi=$!
+  "$TT" bench "$w/m.thin" --device cuda "${flag[@]}" "${args[@]}" --random-decode --json >"$OUT/tt-bench-$b.json" 2>"$OUT/tt-bench-$b.err"
+  kill $smi; wait $smi 2>/dev/null
+  peak=$(sort -n "$w/vram-$b.csv" | tail -1)
+  echo "$b: peak VRAM $((peak - base)) MiB (nvidia-smi, above the $base MiB before)" | tee -a "$OUT/vram.txt"
+  python3 -c "
+import json,sys; b=json.load(open(sys.argv[1]))
+for r in b['results']: print(' ', r['test'], round(r['tokens_per_s'],1), json.dumps(r.get('expert_cache', {})))" "$OUT/tt-bench-$b.json"
+done
+rm -rf "$w"
