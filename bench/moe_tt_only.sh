@@ -13,7 +13,11 @@ w=/dev/shm/ttmoe-only; rm -rf "$w"; mkdir -p "$w"
 python3 bench/hf_random_model.py qwen3-30b-a3b-16l "$w/hf" "$OUT/hf-ckpt.json" --no-speed >"$OUT/ckpt.log" 2>&1 || { tail -5 "$OUT/ckpt.log"; exit 1; }
 "$TT" -q convert "$w/hf" -o "$w/m.thin" --dtype bf16 2>"$OUT/convert.err" || { cat "$OUT/convert.err"; exit 1; }
 rm -rf "$w/hf"
-for b in resident 8GiB 4GiB; do
+idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+for b in ${MOE_BUDGETS:-resident 8GiB 4GiB}; do
+  # note: the driver frees an exited process's memory a moment later; wait for it (up to 15 s) so
+  # that the previous run's tail is not this one's peak.
+  for _ in $(seq 75); do [ "$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)" -le $((idle + 64)) ] && break; sleep 0.2; done
   flag=(); [ $b = resident ] || flag=(--vram-budget $b)
   if [ $b = resident ]; then args=(--prompt-lengths 512,2048 --gen-tokens 128 --reps 3); else args=(--prompt-lengths 512 --gen-tokens 32 --reps 2); fi
   base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
