@@ -2,6 +2,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "runtime/plan.h"
+#include "model/tensor_names.h"
 
 #include <gtest/gtest.h>
 
@@ -249,4 +250,81 @@ TEST(Plan, TiedEmbeddingIsTheHead) {
     EXPECT_EQ(p.blocks[0].place, Placement::vram);
     EXPECT_EQ(p.n_resident_layers, 0);
     EXPECT_EQ(p.pcie_bytes, 4 * MiB);
+}
+
+// ---- mixture of experts: every expert resident when they fit, else a VRAM expert cache ----
+
+namespace {
+// small_input()'s dense part with every layer a mixture of 8 experts (top 2), each expert a
+// 256 KiB block; the MoE fixed lines differ from k_fixed (the routing buffers), so they are summed.
+PlanInput moe_input() {
+    PlanInput in = small_input();
+    ModelSpec& s = in.spec;
+    for (auto& l : s.layers) l.ffn = FfnKind::moe;
+    s.moe = {8, 2, 128, true, 0, false};
+    in.blocks.clear();
+    uint64_t off = 4096;
+    auto add = [&](const std::string& name, int layer, int expert, uint64_t bytes, uint64_t read) {
+        in.blocks.push_back({name, layer, expert, off, bytes, read});
+        off += bytes;
+    };
+    add("embed", -1, -1, 2 * MiB, 512);
+    for (int i = 0; i < 4; ++i) {
+        add("layer." + std::to_string(i), i, -1, MiB, MiB);
+        for (int e = 0; e < 8; ++e) add(expert_block_name(i, e), i, e, 256 * 1024, 64 * 1024);  // read 2 of 8
+    }
+    add("output", -1, -1, 2 * MiB, 2 * MiB);
+    return in;
+}
+uint64_t moe_fixed(const PlanInput& in) {
+    uint64_t f = k_cuda_context;
+    for (const auto& l : fixed_vram_lines(in.spec, in.weights, in.context)) f += l.bytes;
+    return f;
+}
+}  // namespace
+
+TEST(Plan, MixtureOfExpertsResidentOrCached) {
+    PlanInput in = moe_input();
+    const uint64_t fixed = moe_fixed(in);
+    Plan p = make_plan(in);
+    EXPECT_FALSE(p.streaming());
+    EXPECT_EQ(p.expert_slots, 0);
+    EXPECT_EQ(p.vram_used, fixed + 8 * MiB + 32 * 256 * 1024);
+    // The smallest budget: dense blocks resident but the embedding (host-mapped), one slot per MoE layer.
+    EXPECT_EQ(p.min_vram, fixed + 6 * MiB + 4 * 256 * 1024);
+    // Between: the dense part first, the rest as slots.
+    in.vram_budget = fixed + 6 * MiB + 10 * 256 * 1024 + 1000;
+    p = make_plan(in);
+    EXPECT_EQ(p.expert_slots, 10);
+    EXPECT_EQ(p.n_experts_total, 32);
+    EXPECT_TRUE(p.embed_host_mapped);
+    EXPECT_LE(p.vram_used, p.vram_budget);
+    EXPECT_EQ(p.active_expert_bytes, 4u * 2 * 256 * 1024);
+    EXPECT_EQ(p.pcie_bytes, uint64_t((1.0 - 10.0 / 32) * 4 * 2 * 256 * 1024));
+    for (const auto& b : p.blocks) EXPECT_EQ(b.place == Placement::expert_cache, b.expert >= 0) << b.name;
+    EXPECT_NE(p.table().find("expert cache: 10 slots"), std::string::npos) << p.table();
+    EXPECT_NE(p.summary().find("10 of 32 experts cached in VRAM"), std::string::npos) << p.summary();
+    // --expert-slots caps the cache even when everything would fit, and has a floor.
+    in.vram_budget = 0;
+    in.expert_slots = 6;
+    EXPECT_EQ(make_plan(in).expert_slots, 6);
+    in.expert_slots = 3;
+    try {
+        make_plan(in);
+        ADD_FAILURE() << "3 slots for 4 MoE layers planned";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--expert-slots 3 is below the minimum of 4"), std::string::npos) << e.what();
+    }
+    // Below the dense part plus one slot per layer: an error naming the minimum.
+    in.expert_slots = 0;
+    in.vram_budget = fixed + 6 * MiB + 3 * 256 * 1024;
+    try {
+        make_plan(in);
+        ADD_FAILURE() << "a budget below the minimum planned";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("below the minimum working set of " + format_bytes(double(fixed + 6 * MiB + 4 * 256 * 1024)) +
+                           " for this mixture-of-experts model"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("4 expert slots"), std::string::npos) << msg;
+    }
 }
