@@ -1,0 +1,28 @@
+// The host decode path's matrix-vector product (issue #16: the CPU as a third place to run layers
+// that do not fit VRAM). Unlike the readable reference (src/backends/cpu/), this one is built to
+// read bf16/f16/f32 weights once at the host's memory bandwidth: AVX-512 or AVX2+FMA+F16C kernels
+// chosen at run time, four rows per pass so each x vector is loaded once for four dot products,
+// rows split over the thread pool. The reference (cpu::linear) is the oracle it is tested against
+// (tests/unit/test_host_gemv.cpp).
+#pragma once
+
+#include "core/thread_pool.h"
+#include "format/tensor.h"
+
+namespace tt::host {
+
+enum class Isa { scalar, avx2, avx512 };
+const char* isa_name(Isa isa);
+// The widest kernel set this CPU runs (cpuid at the first call).
+Isa best_isa();
+// Whether this CPU can run `isa`.
+bool isa_supported(Isa isa);
+
+// y[r] (+)= sum_c W[r, c] * x[c] for every row of W ([rows, cols], f32/f16/bf16), x f32 [cols],
+// y f32 [rows]; accumulate adds to y (the residual add). Parallel over rows; f32 accumulation.
+void gemv(ThreadPool& pool, const TensorView& w, const float* x, float* y, bool accumulate, Isa isa = best_isa());
+
+// The rows [r0, r1) of the same product on the calling thread (the kernel each worker runs).
+void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate, Isa isa);
+
+}  // namespace tt::host

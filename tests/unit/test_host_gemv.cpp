@@ -1,0 +1,87 @@
+// The host decode path's GEMV (src/backends/host/gemv.h) against the readable reference
+// (cpu::linear): every instruction set this CPU runs, every weight dtype, odd sizes that leave
+// vector tails and row remainders, with and without the residual add.
+#include "backends/cpu/ops.h"
+#include "backends/host/gemv.h"
+#include "core/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace tt;
+
+namespace {
+
+struct Matrix {
+    std::vector<uint8_t> bytes;
+    TensorView view;
+};
+
+Matrix random_matrix(std::mt19937& rng, DType dt, int64_t rows, int64_t cols) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> f(static_cast<size_t>(rows * cols));
+    for (auto& v : f) v = d(rng);
+    Matrix m;
+    m.bytes.resize(f.size() * dtype_size(dt));
+    for (size_t i = 0; i < f.size(); ++i) {
+        uint8_t* p = m.bytes.data() + i * dtype_size(dt);
+        if (dt == DType::f32) std::memcpy(p, &f[i], 4);
+        else if (dt == DType::f16) { const uint16_t h = f32_to_f16(f[i]); std::memcpy(p, &h, 2); }
+        else { const uint16_t b = f32_to_bf16(f[i]); std::memcpy(p, &b, 2); }
+    }
+    m.view.dtype = dt;
+    m.view.shape = {rows, cols};
+    m.view.data = m.bytes.data();
+    m.view.nbytes = m.bytes.size();
+    return m;
+}
+
+}  // namespace
+
+TEST(HostGemv, MatchesTheReferenceOnEveryIsaAndDtype) {
+    ThreadPool pool(2);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    int checked = 0;
+    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512}) {
+        if (!host::isa_supported(isa)) {
+            std::printf("note: this CPU has no %s kernels; not checked here\n", host::isa_name(isa));
+            continue;
+        }
+        for (DType dt : {DType::f32, DType::f16, DType::bf16})
+            for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 16}, {7, 33}, {33, 64}, {257, 100},
+                                      {64, 1000}, {130, 2048}, {1031, 513}})
+                for (bool accumulate : {false, true}) {
+                    SCOPED_TRACE(::testing::Message() << host::isa_name(isa) << " " << dtype_name(dt) << " " << rows << "x"
+                                                      << cols << (accumulate ? " +=" : ""));
+                    const Matrix w = random_matrix(rng, dt, rows, cols);
+                    std::vector<float> x(static_cast<size_t>(cols)), y0(static_cast<size_t>(rows)), want(static_cast<size_t>(rows)), got;
+                    for (auto& v : x) v = d(rng);
+                    for (auto& v : y0) v = d(rng);
+                    cpu::linear(pool, x.data(), 1, w.view, nullptr, want.data());
+                    if (accumulate)
+                        for (size_t r = 0; r < want.size(); ++r) want[r] += y0[r];
+                    got = y0;
+                    host::gemv(pool, w.view, x.data(), got.data(), accumulate, isa);
+                    // f32 sums in another order: within a few ulps of the sum of |terms|.
+                    for (int64_t r = 0; r < rows; ++r) {
+                        std::vector<float> row(static_cast<size_t>(cols));
+                        cpu::read_row(w.view, r, row.data());
+                        double mag = accumulate ? std::fabs(y0[size_t(r)]) : 0.0;
+                        for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(row[size_t(c)]) * x[size_t(c)]);
+                        ASSERT_NEAR(got[size_t(r)], want[size_t(r)], 4e-6 * mag + 1e-30) << "row " << r;
+                    }
+                    ++checked;
+                }
+    }
+    EXPECT_GE(checked, 54);  // at least the scalar kernels, every case
+}
+
+TEST(HostGemv, BestIsaIsSupported) {
+    EXPECT_TRUE(host::isa_supported(host::best_isa()));
+    EXPECT_TRUE(host::isa_supported(host::Isa::scalar));
+}
