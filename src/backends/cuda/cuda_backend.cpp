@@ -292,6 +292,7 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
     output_norm_ = d(w.output_norm);
     output_ = d(w.output);
     layers_.resize(w.layers.size());
+    bool have_offsets = false;  // expert_up_off_ / expert_down_off_, from the first expert seen
     for (size_t i = 0; i < w.layers.size(); ++i) {
         const LayerWeights& L = w.layers[i];
         DevLayer& D = layers_[i];
@@ -307,14 +308,15 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         };
         D.qkv_adjacent = follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);
         D.gate_up_adjacent = L.w_gate && follows(D.w_gate, L.w_gate, D.w_up);  // MoE layers have no dense MLP
-        if (!spec_.is_moe(int(i))) continue;
+        if (!spec_.is_moe(int(i))) continue;  // (mlp_only_layers: dense layers among the sparse ones)
         D.router = d(L.router);
         for (const ExpertWeights& e : L.experts) {
             const uint8_t* base = static_cast<const uint8_t*>(d(e.gate));
             const size_t up = size_t(static_cast<const uint8_t*>(d(e.up)) - base);
             const size_t down = size_t(static_cast<const uint8_t*>(d(e.down)) - base);
             // The expert kernels address up and down from the gate by one offset for all experts.
-            if (D.experts.empty() && i == 0) {
+            if (!have_offsets) {
+                have_offsets = true;
                 expert_up_off_ = up;
                 expert_down_off_ = down;
                 expert_gate_up_adjacent_ = up == e.gate->nbytes;
