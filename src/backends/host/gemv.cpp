@@ -4,6 +4,10 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace tt::host {
 
 const char* isa_name(Isa isa) {
@@ -15,11 +19,21 @@ const char* isa_name(Isa isa) {
     return "?";
 }
 
+namespace {
+#if defined(__x86_64__)
+// F16C from cpuid leaf 1 (ecx bit 29): clang's __builtin_cpu_supports does not know "f16c".
+bool has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+#endif
+}  // namespace
+
 bool isa_supported(Isa isa) {
 #if defined(__x86_64__)
     switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     }
     return false;
