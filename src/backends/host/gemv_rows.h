@@ -1,0 +1,76 @@
+// The row loop of the host GEMV for one vector instruction set, included only by the per-ISA
+// files (gemv_avx2.cpp, gemv_avx512.cpp), each compiled with its own -m flags. V supplies the
+// vector type and its operations: width, zero(), load<D>(p) (W weights widened to f32), loadx(p),
+// fma(a, b, c) and hsum(v).
+//
+// note: everything here sits in an anonymous namespace on purpose: each ISA file gets its own
+// internal copy, so the linker can never hand an AVX-512 instantiation to a caller on an AVX2 CPU.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cstdint>
+
+namespace tt::host::detail {
+namespace {
+
+template <DType D>
+constexpr size_t weight_size() { return D == DType::f32 ? 4 : 2; }
+
+// The columns past the last full vector, one at a time.
+template <DType D>
+float tail(const uint8_t* row, int64_t c0, int64_t cols, const float* x) {
+    float acc = 0;
+    for (int64_t c = c0; c < cols; ++c) {
+        float v;
+        to_f32(row + uint64_t(c) * weight_size<D>(), D, &v, 1);
+        acc += v * x[c];
+    }
+    return acc;
+}
+
+template <typename V, DType D>
+void rows(const void* w, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
+    constexpr size_t es = weight_size<D>();
+    constexpr int64_t width = V::width;
+    const uint8_t* base = static_cast<const uint8_t*>(w);
+    const int64_t full = cols / width * width;
+    int64_t r = r0;
+    // Four rows per pass: each x vector is loaded once for four products.
+    for (; r + 4 <= r1; r += 4) {
+        const uint8_t* p[4];
+        for (int i = 0; i < 4; ++i) p[i] = base + uint64_t((r + i) * cols) * es;
+        auto a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+        for (int64_t c = 0; c < full; c += width) {
+            const auto xv = V::loadx(x + c);
+            a0 = V::fma(V::template load<D>(p[0] + uint64_t(c) * es), xv, a0);
+            a1 = V::fma(V::template load<D>(p[1] + uint64_t(c) * es), xv, a1);
+            a2 = V::fma(V::template load<D>(p[2] + uint64_t(c) * es), xv, a2);
+            a3 = V::fma(V::template load<D>(p[3] + uint64_t(c) * es), xv, a3);
+        }
+        const float s[4] = {V::hsum(a0), V::hsum(a1), V::hsum(a2), V::hsum(a3)};
+        for (int i = 0; i < 4; ++i) {
+            const float v = s[i] + tail<D>(p[i], full, cols, x);
+            y[r + i - r0] = (accumulate ? y[r + i - r0] : 0.0f) + v;
+        }
+    }
+    for (; r < r1; ++r) {
+        const uint8_t* p = base + uint64_t(r * cols) * es;
+        auto a = V::zero();
+        for (int64_t c = 0; c < full; c += width) a = V::fma(V::template load<D>(p + uint64_t(c) * es), V::loadx(x + c), a);
+        const float v = V::hsum(a) + tail<D>(p, full, cols, x);
+        y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v;
+    }
+}
+
+template <typename V>
+void rows_for(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
+    switch (dt) {
+    case DType::f32: rows<V, DType::f32>(w, cols, x, y, r0, r1, accumulate); break;
+    case DType::f16: rows<V, DType::f16>(w, cols, x, y, r0, r1, accumulate); break;
+    default: rows<V, DType::bf16>(w, cols, x, y, r0, r1, accumulate); break;
+    }
+}
+
+}  // namespace
+}  // namespace tt::host::detail
