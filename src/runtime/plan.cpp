@@ -114,10 +114,6 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
 
 namespace {
 
-// A mixture-of-experts model that does not fit: every dense block resident (the token embedding
-// in registered host memory when it can be), the experts in registered host memory, and the
-// VRAM left over as a pool of expert slots shared by all layers. A decode token reads top_k
-// experts per MoE layer; a miss is fetched within its layer, so its bytes add to the step.
 // The sizes an expert-cache plan is made of.
 struct ExpertCacheSizes {
     bool embed_host = false;     // the token embedding in registered host memory
@@ -146,15 +142,17 @@ ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, int emb
     return z;
 }
 
+// A mixture-of-experts model that does not fit: every dense block resident (the token embedding
+// in registered host memory when it can be), the experts in registered host memory, and the
+// VRAM left over as a pool of expert slots shared by all layers. A decode token reads top_k
+// experts per MoE layer; a miss is fetched within its layer, so its bytes add to the step.
 Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLine>& fixed_lines, int embed, bool embed_can_leave) {
     const ModelSpec& s = in.spec;
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
-    const ExpertCacheSizes z = expert_cache_sizes(in, fixed, embed, embed_can_leave);
-    const bool embed_host = z.embed_host;
-    const uint64_t dense = z.dense, expert_total = z.expert_total, slot = z.slot;
-    const int n_experts = z.n_experts, min_slots = z.min_slots;
-    p.min_vram = z.min_vram;
+    const auto [embed_host, dense, expert_total, slot, n_experts, min_slots, min_vram] =
+        expert_cache_sizes(in, fixed, embed, embed_can_leave);
+    p.min_vram = min_vram;
     if (p.vram_budget < p.min_vram) {
         std::string parts = fmt::format("dense weights {}, {} expert slots (one per MoE layer, at least top_k) x {}",
                                         format_bytes(double(dense)), min_slots, format_bytes(double(slot)));

@@ -87,10 +87,11 @@ struct DevLayer {
     bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
     bool gate_up_adjacent = false;  // likewise w_gate, w_up
     // Mixture-of-experts layers: the router, and each expert's block base (gate at the base, up and
-    // down at the offsets every expert shares; see CudaBackend::moe_offsets_).
+    // down at the offsets every expert shares: CudaBackend::expert_up_off_, expert_down_off_). With
+    // the expert cache the bases are the device pointers of the experts' registered host copies.
     const void* router = nullptr;
     std::vector<const void*> experts;
-    DeviceBuffer expert_table;      // the bases on the device: the decode routing kernel picks from it
+    DeviceBuffer expert_table;      // resident experts: the bases on the device, for the decode routing kernel
 };
 
 class CudaBackend final : public Backend {
@@ -326,12 +327,13 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
             }
             D.experts.push_back(base);
         }
+        if (plan_.expert_slots > 0) continue;  // the cache picks the experts' addresses instead
         D.expert_table = DeviceBuffer(D.experts.size() * sizeof(void*));
         TT_CUDA_CHECK(cudaMemcpy(D.expert_table.ptr, D.experts.data(), D.expert_table.bytes, cudaMemcpyHostToDevice));
     }
     if (plan_.expert_slots == 0) return;
     // Experts left in host memory: the cache fetches them by their registered device pointers
-    // (decode, from a kernel) and by their host addresses (prefill, by the copy engine).
+    // (decode, from a kernel: the bases above) and by their host addresses (prefill, by the copy engine).
     const size_t keys = size_t(spec_.n_layers) * size_t(spec_.moe.n_experts);
     std::vector<const void*> host_device(keys, nullptr), host_ptr(keys, nullptr);
     uint64_t block_bytes = 0;
@@ -339,25 +341,23 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         if (b.expert >= 0) block_bytes = std::max(block_bytes, b.bytes);
     for (size_t i = 0; i < w.layers.size(); ++i)
         for (size_t e = 0; e < w.layers[i].experts.size(); ++e) {
-            const ArchiveTensor& gate = *a.find(w.layers[i].experts[e].gate->name);
-            host_device[i * size_t(spec_.moe.n_experts) + e] = ws_->address(gate);
-            host_ptr[i * size_t(spec_.moe.n_experts) + e] = ws_->host_address(gate);
+            host_device[i * size_t(spec_.moe.n_experts) + e] = layers_[i].experts[e];
+            host_ptr[i * size_t(spec_.moe.n_experts) + e] = ws_->host_address(*a.find(w.layers[i].experts[e].gate->name));
         }
     cache_ = std::make_unique<ExpertCache>(spec_.n_layers, spec_.moe.n_experts, plan_.expert_slots, plan_.expert_slot_bytes,
                                            block_bytes, std::move(host_device), std::move(host_ptr), 2 * n_sms_);
 }
 
 StreamStats CudaBackend::stream_stats() const {
-    StreamStats st = ws_->stats();
+    StreamStats st = ws_->stats();  // the plan's summary and prediction included
     if (cache_) {
         st.streaming = true;
-        st.plan = plan_.summary();
-        st.predicted_tokens_per_s = plan_.decode_tps;
         st.expert_slots = cache_->slots();
         st.n_experts = plan_.n_experts_total;
         st.expert_block_bytes = cache_->block_bytes();
-        st.expert_hits = cache_->hits();
-        st.expert_misses = cache_->misses();
+        const ExpertCache::Counts c = cache_->counts();
+        st.expert_hits = c.hits;
+        st.expert_misses = c.misses;
     }
     return st;
 }
@@ -489,7 +489,7 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_tokens).ptr, tokens, A * 4, cudaMemcpyHostToDevice, stream_));
     uint8_t* xg = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_x).ptr);
     gather_rows(ph_.ptr, d_tokens, int(A), H, wdt_, xg, stream_);
-    // Per expert with tokens: [gate; up] x, then (after one activation launch for all rows) down.
+    // Per expert with tokens: [gate; up] x, the gated activation, then down.
     uint8_t* gu = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_gate_up).ptr);
     uint8_t* actb = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_act).ptr);
     float* y = pbuf(PrefillBuf::moe_y).as<float>();
@@ -634,7 +634,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
     float* x = px_.as<float>();
     ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
-    if (cache_) cache_->begin_prefill(stream_);
+    if (cache_) cache_->begin_prefill();
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;

@@ -68,7 +68,7 @@ void ExpertCache::lookup(int layer, const int32_t* ids, int top_k, const void** 
     expert_cache_fetch(st_, fetch_blocks_, s);
 }
 
-void ExpertCache::begin_prefill(cudaStream_t compute) {
+void ExpertCache::begin_prefill() {
     // Staging overwrites slots in ring order; the maps are rewritten by end_prefill().
     std::fill(owner_.begin(), owner_.end(), -1);
     // note: decode kernels may have read any slot since the last prefill: every first use waits
@@ -82,13 +82,10 @@ const void* ExpertCache::stage(int layer, int expert, cudaStream_t compute) {
     next_ = (next_ + 1) % n_slots_;
     const int key = layer * n_experts_ + expert;
     void* dst = static_cast<uint8_t*>(dev_) + size_t(slot) * slot_bytes_;
-    // The copy engine waits until the kernels that read the slot's previous expert are done.
-    if (used_[size_t(slot)]) TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, freed_[size_t(slot)], 0));
-    else {
-        // The first use of a slot in this prefill may follow decode kernels that read it.
-        TT_CUDA_CHECK(cudaEventRecord(freed_[size_t(slot)], compute));
-        TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, freed_[size_t(slot)], 0));
-    }
+    // The copy engine waits until the kernels that read the slot's previous expert are done; the
+    // first use of a slot in this prefill may follow decode kernels that read it: everything so far.
+    if (!used_[size_t(slot)]) TT_CUDA_CHECK(cudaEventRecord(freed_[size_t(slot)], compute));
+    TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, freed_[size_t(slot)], 0));
     TT_CUDA_CHECK(cudaMemcpyAsync(dst, host_ptr_[size_t(key)], block_bytes_, cudaMemcpyHostToDevice, copy_));
     TT_CUDA_CHECK(cudaEventRecord(loaded_[size_t(slot)], copy_));
     TT_CUDA_CHECK(cudaStreamWaitEvent(compute, loaded_[size_t(slot)], 0));
@@ -131,15 +128,10 @@ void ExpertCache::end_prefill(cudaStream_t compute) {
     TT_CUDA_CHECK(cudaStreamSynchronize(compute));
 }
 
-uint64_t ExpertCache::hits() const {
-    unsigned long long v = 0;
-    TT_CUDA_CHECK(cudaMemcpy(&v, st_.stats, 8, cudaMemcpyDeviceToHost));
-    return v;
-}
-uint64_t ExpertCache::misses() const {
-    unsigned long long v = 0;
-    TT_CUDA_CHECK(cudaMemcpy(&v, st_.stats + 1, 8, cudaMemcpyDeviceToHost));
-    return v;
+ExpertCache::Counts ExpertCache::counts() const {
+    unsigned long long v[2] = {0, 0};
+    TT_CUDA_CHECK(cudaMemcpy(v, st_.stats, sizeof v, cudaMemcpyDeviceToHost));
+    return {v[0], v[1]};
 }
 
 }  // namespace tt::cuda

@@ -34,15 +34,17 @@ public:
 
     // Prefill: stage(layer, e) returns the slot that will hold the expert once the compute stream
     // reaches its next kernel; release() after the last kernel that reads the staged expert.
-    void begin_prefill(cudaStream_t compute);
+    void begin_prefill();
     const void* stage(int layer, int expert, cudaStream_t compute);
     void release(cudaStream_t compute);
     void end_prefill(cudaStream_t compute);
 
     int slots() const { return n_slots_; }
     // Decode lookups since load (read from the device: synchronizes).
-    uint64_t hits() const;
-    uint64_t misses() const;
+    struct Counts {
+        uint64_t hits = 0, misses = 0;
+    };
+    Counts counts() const;
     uint64_t staged_bytes() const { return staged_ * block_bytes_; }  // prefill copies since load
     size_t block_bytes() const { return block_bytes_; }
 
