@@ -34,6 +34,7 @@ const char* placement_name(Placement p) {
     case Placement::bounce: return "bounce";
     case Placement::disk: return "disk";
     case Placement::expert_cache: return "expert-cache";
+    case Placement::cpu: return "cpu";
     }
     return "?";
 }

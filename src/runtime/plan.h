@@ -30,6 +30,8 @@ enum class Placement {
     bounce,      // streamed each pass: host threads copy the mapping into a pinned bounce buffer
     disk,        // streamed each pass: read from the file (O_DIRECT) into a pinned bounce buffer
     expert_cache,// an MoE expert: stays in registered host memory, copied into a VRAM cache slot when a token needs it
+    cpu,         // a layer computed on the CPU from host memory during decode (host/host_layers.h); prefill
+                 // streams it through the ring like a registered block, so it also has a stream index
 };
 const char* placement_name(Placement p);
 inline bool is_streamed(Placement p) { return p == Placement::registered || p == Placement::bounce || p == Placement::disk; }
@@ -42,6 +44,10 @@ struct Bandwidths {
     double gemm_tflops = 100.0;     // bf16 GEMM rate
     double disk_gbs = 2.0;          // file read into pinned memory with O_DIRECT
     double host_copy_gbs = 8.0;     // memcpy from the (cached) mapping into pinned memory
+    // The CPU side (doctor's "host" record, or measured now): what a decode layer on the CPU costs.
+    double host_read_gbs = 20.0;    // the host's memory read bandwidth, all threads
+    double cpu_gemv_gbs = 10.0;     // weight bytes per second of the host GEMV (host/gemv.h) with cpu_threads threads
+    int cpu_threads = 0;            // the threads cpu_gemv_gbs was measured (or interpolated) for
     std::string source = "assumed defaults";
 };
 
@@ -66,6 +72,7 @@ struct PlanInput {
     uint64_t ram_available = 0;     // MemAvailable now
     bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
     int expert_slots = 0;           // MoE: > 0 = experts in host memory, at most this many cached in VRAM (--expert-slots)
+    int cpu_layers = -1;            // layers computed on the CPU: -1 = as many as minimise decode time, else exactly this many (--cpu-layers)
     Bandwidths bw;
 };
 
