@@ -75,6 +75,25 @@ double prefill_flops(const ModelSpec& s, int n) {
     return f;
 }
 
+double simulate_pass(const std::vector<PassStep>& steps, double handoff_s) {
+    double t = 0, engine = 0;  // the end of the chain of steps so far; when the copy engine is next free
+    std::vector<double> done(steps.size(), 0.0);
+    bool on_cpu = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const PassStep& st = steps[i];
+        if (st.on_cpu != on_cpu) t += handoff_s;
+        on_cpu = st.on_cpu;
+        if (st.copy_s >= 0) {
+            TT_ASSERT(st.slot_after < int(i));
+            engine = std::max(engine, st.slot_after >= 0 ? done[size_t(st.slot_after)] : 0.0) + st.copy_s;
+            t = std::max(t, engine);
+        }
+        t += st.compute_s;
+        done[i] = t;
+    }
+    return t + (on_cpu ? handoff_s : 0.0);
+}
+
 uint64_t host_available_ram() {
     std::ifstream f("/proc/meminfo");
     std::string key;
@@ -434,45 +453,127 @@ Plan make_plan(const PlanInput& in) {
     for (const auto& l : p.vram) p.vram_used += l.bytes;
     TT_ASSERT(p.vram_used == best.need);
 
-    // ---- bytes per token and predictions ----
+    // ---- the CPU as a third place ----
+    // Every non-resident layer crosses PCIe once per prefill chunk, but a decode token can instead
+    // compute some of them on the CPU straight from host memory while the copy engine streams the
+    // others: both host paths busy at once. Which ones is chosen on the pass's timeline
+    // (simulate_pass): the CPU layers are spread among the streamed ones (a streamed layer ends each
+    // group), so the copy engine fills the next slot while the CPU works, and the count that gives
+    // the shortest pass wins (or --cpu-layers).
     const double h2d = in.bw.h2d_pinned_gbs * 1e9, eff_dev = in.bw.device_gbs * 1e9 * k_decode_efficiency;
-    double copy_s = 0;
+    const double cpu_rate = std::min(in.bw.cpu_gemv_gbs, in.bw.host_read_gbs) * 1e9;
+    auto copy_time = [&](const BlockPlacement& b) {
+        double t = double(b.bytes) / h2d;
+        if (b.place == Placement::disk) t += double(b.bytes) / (in.bw.disk_gbs * 1e9);
+        if (b.place == Placement::bounce) t += double(b.bytes) / (in.bw.host_copy_gbs * 1e9);
+        return t;
+    };
+    std::vector<int> pass;  // compute order of the blocks read per token: embedding row, layers, head
+    if (!tied) pass.push_back(embed);
+    for (int il = 0; il < s.n_layers; ++il) pass.push_back(layers[size_t(il)]);
+    pass.push_back(output);
+    if (tied) pass.push_back(embed);
+    auto gpu_time = [&](int i) {
+        return double(in.blocks[size_t(i)].decode_read) / eff_dev + (in.blocks[size_t(i)].layer >= 0 ? k_decode_layer_overhead_s : 0.0);
+    };
+    auto cpu_time = [&](int i) { return double(in.blocks[size_t(i)].decode_read) / cpu_rate + k_cpu_layer_overhead_s; };
+    // The decode pass with the blocks in `on_cpu` computed on the CPU: streamed block j of the
+    // prefill order keeps slot j % R, and waits for the decode step that last used that slot.
+    auto decode_steps = [&](const std::vector<bool>& on_cpu) {
+        std::vector<PassStep> steps;
+        std::vector<int> slot_user(size_t(std::max(1, p.ring_slots)), -1);
+        for (int i : pass) {
+            PassStep st;
+            st.on_cpu = on_cpu[size_t(i)];
+            st.compute_s = st.on_cpu ? cpu_time(i) : gpu_time(i);
+            const BlockPlacement& b = p.blocks[size_t(i)];
+            if (is_streamed(b.place) && !st.on_cpu) {
+                const int slot = b.stream_index % p.ring_slots;
+                st.copy_s = copy_time(b);
+                st.slot_after = slot_user[size_t(slot)];
+                slot_user[size_t(slot)] = int(steps.size());
+            }
+            steps.push_back(st);
+        }
+        return steps;
+    };
+    // Candidates for the CPU: streamed layers registered in host memory (the CPU reads them there).
+    std::vector<int> movable;
+    for (int i : p.stream_order)
+        if (p.blocks[size_t(i)].layer >= 0 && p.blocks[size_t(i)].place == Placement::registered) movable.push_back(i);
+    const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
+    const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
+    const int max_cpu = s.has_moe() ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
+    if (in.cpu_layers > max_cpu)
+        fail("--cpu-layers {}: at most {} layers can run on the CPU with this plan ({} streamed layers in registered host memory{})",
+             in.cpu_layers, max_cpu, movable.size(), s.has_moe() ? "; mixture-of-experts models keep every layer on the GPU" : "");
+    auto placement_for = [&](int c) {
+        // Streamed layers among the movable ones, evenly spread, each group of CPU layers followed by one.
+        std::vector<bool> on_cpu(in.blocks.size(), false);
+        const int n = int(movable.size()), n_stream = n - c;
+        for (int k = 0; k < n; ++k)
+            on_cpu[size_t(movable[size_t(k)])] = (int64_t(k + 1) * n_stream) / n == (int64_t(k) * n_stream) / n;
+        return on_cpu;
+    };
+    int best_c = 0;
+    double best_s = simulate_pass(decode_steps(placement_for(0)), k_handoff_s);
+    if (in.cpu_layers >= 0) {
+        best_c = in.cpu_layers;
+        best_s = simulate_pass(decode_steps(placement_for(best_c)), k_handoff_s);
+    } else {
+        for (int c = 1; c <= max_cpu; ++c) {
+            const double t = simulate_pass(decode_steps(placement_for(c)), k_handoff_s);
+            if (t < best_s * 0.999) best_c = c, best_s = t;  // a CPU layer must earn its place
+        }
+    }
+    const std::vector<bool> on_cpu = placement_for(best_c);
+    for (size_t i = 0; i < p.blocks.size(); ++i)
+        if (on_cpu[i]) p.blocks[i].place = Placement::cpu;
+    for (int i : p.stream_order)
+        if (p.blocks[size_t(i)].place != Placement::cpu) p.decode_stream_order.push_back(i);
+    p.n_cpu_layers = best_c;
+    p.cpu_threads = in.bw.cpu_threads;
+    if (best_c) p.ram.push_back({fmt::format("KV cache of the {} CPU layers", best_c), uint64_t(best_c) * host_kv});
+    if (best_c) p.ram_used += uint64_t(best_c) * host_kv;
+
+    // ---- bytes per token and predictions ----
+    double copy_s = 0, prefill_copy_s = 0;
+    bool prev_cpu = false;
+    for (int i : pass) {
+        const BlockPlacement& b = p.blocks[size_t(i)];
+        if (b.place == Placement::cpu) {
+            p.cpu_bytes += in.blocks[size_t(i)].decode_read;
+            p.decode_cpu_s += cpu_time(i);
+        } else {
+            p.decode_read_bytes += in.blocks[size_t(i)].decode_read;
+        }
+        p.handoffs += (b.place == Placement::cpu) != prev_cpu;
+        prev_cpu = b.place == Placement::cpu;
+    }
+    p.handoffs += prev_cpu;
     for (const auto& b : p.blocks) {
-        p.decode_read_bytes += in.blocks[size_t(&b - p.blocks.data())].decode_read;
+        if (b.place == Placement::cpu) prefill_copy_s += copy_time(b);  // prefill streams it like the others
         if (!is_streamed(b.place)) continue;
         p.pcie_bytes += b.bytes;
-        copy_s += double(b.bytes) / h2d;
-        if (b.place == Placement::disk) {
-            p.disk_bytes += b.bytes;
-            copy_s += double(b.bytes) / (in.bw.disk_gbs * 1e9);
-        } else if (b.place == Placement::bounce) {
-            p.host_copy_bytes += b.bytes;
-            copy_s += double(b.bytes) / (in.bw.host_copy_gbs * 1e9);
-        }
+        copy_s += copy_time(b);
+        prefill_copy_s += copy_time(b);
+        if (b.place == Placement::disk) p.disk_bytes += b.bytes;
+        else if (b.place == Placement::bounce) p.host_copy_bytes += b.bytes;
     }
-    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev + s.n_layers * k_decode_layer_overhead_s;
+    p.decode_compute_s = double(p.decode_read_bytes) / eff_dev + (s.n_layers - best_c) * k_decode_layer_overhead_s;
     p.decode_copy_s = copy_s;
-    // After the last streamed block lands, the kernels from it to the end of the pass still run
-    // with the copy engine idle (the next token's copies start at its graph launch).
-    double tail_s = 0;
-    if (!p.stream_order.empty()) {
-        std::vector<int> pass;  // compute order of the blocks that carry weights read per token
-        for (int il = 0; il < s.n_layers; ++il) pass.push_back(layers[size_t(il)]);
-        pass.push_back(output);
-        if (tied) pass.push_back(embed);
-        const auto last = std::find(pass.begin(), pass.end(), p.stream_order.back());
-        for (auto it = last; it != pass.end(); ++it) {
-            tail_s += double(in.blocks[size_t(*it)].decode_read) / eff_dev;
-            if (in.blocks[size_t(*it)].layer >= 0) tail_s += k_decode_layer_overhead_s;
-        }
-    }
-    const double token_s = std::max(p.decode_compute_s, copy_s + tail_s);
+    // The timeline: copies beside the layers, each streamed layer waiting for its copy, CPU layers
+    // in the chain; after the last streamed block lands, the rest of the pass runs with the copy
+    // engine idle (the next token's copies start at its graph launch).
+    const double token_s = simulate_pass(decode_steps(on_cpu), k_handoff_s);
     p.decode_tps = token_s > 0 ? 1.0 / token_s : 0;
     p.pcie_bound_tps = p.pcie_bytes ? h2d / double(p.pcie_bytes) : 0;
-    // Prefill: each streamed block crosses once per chunk; f32 weights run cuBLAS in true f32
-    // (no tensor cores), about 1/16 of the bf16 rate.
+    if (p.pcie_bytes + p.cpu_bytes)
+        p.combined_bound_tps = (in.bw.h2d_pinned_gbs + in.bw.host_read_gbs) * 1e9 / double(p.pcie_bytes + p.cpu_bytes);
+    // Prefill: each streamed block (CPU layers too) crosses once per chunk; f32 weights run cuBLAS
+    // in true f32 (no tensor cores), about 1/16 of the bf16 rate.
     const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weights == DType::f32 ? 16.0 : 1.0);
-    const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, copy_s);
+    const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, prefill_copy_s);
     p.prefill_tps = prefill_s > 0 ? p.prefill_chunk / prefill_s : 0;
 
     // ---- notes ----
@@ -481,9 +582,15 @@ Plan make_plan(const PlanInput& in) {
         p.notes.push_back("token embedding stays in registered host memory: decode reads one row per token through its device "
                           "pointer (prefill reads one row per prompt token)");
     if (n_streamed_layers > 0)
-        p.notes.push_back(fmt::format("layers {}..{} are streamed each pass through a ring of {} slots (streamed block j uses "
-                                      "slot j % {}); the first {} stay resident",
+        p.notes.push_back(fmt::format("layers {}..{} are streamed each prefill chunk through a ring of {} slots (streamed block j "
+                                      "uses slot j % {}); the first {} stay resident",
                                       p.n_resident_layers, s.n_layers - 1, p.ring_slots, p.ring_slots, p.n_resident_layers));
+    if (p.n_cpu_layers > 0)
+        p.notes.push_back(fmt::format("decode computes {} of them on the CPU ({} threads, {:.1f} GB/s GEMV) from host memory while the "
+                                      "copy engine streams the other {}: {} per token over PCIe, {} read by the CPU, {} GPU<->CPU "
+                                      "handoffs",
+                                      p.n_cpu_layers, p.cpu_threads, in.bw.cpu_gemv_gbs, n_streamed_layers - p.n_cpu_layers,
+                                      gb(double(p.pcie_bytes)), gb(double(p.cpu_bytes)), p.handoffs));
     if (std::find(p.stream_order.begin(), p.stream_order.end(), output) != p.stream_order.end())
         p.notes.push_back("the output head is streamed too: it does not fit beside a ring");
     if (p.disk_bytes)
@@ -519,6 +626,14 @@ std::string Plan::summary() const {
     if (n_bounce) srcs.push_back(fmt::format("{} through a bounce buffer", n_bounce));
     if (n_disk) srcs.push_back(fmt::format("{} from disk", n_disk));
     for (size_t i = 0; i < srcs.size(); ++i) from += (i ? ", " : "") + srcs[i];
+    if (n_cpu_layers > 0)
+        return fmt::format("plan: {} of {} layers resident{}, {} streamed over PCIe, {} computed on the CPU ({} threads); per token "
+                           "{} over PCIe + {} read by the CPU, VRAM {} of {}, predicted {:.1f} tok/s decode (both host paths' "
+                           "bound {:.1f}){}",
+                           n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
+                           decode_stream_order.size(), n_cpu_layers, cpu_threads, gb(double(pcie_bytes)), gb(double(cpu_bytes)),
+                           format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps, combined_bound_tps,
+                           assumed_note());
     return fmt::format("plan: {} of {} layers resident{}, {} blocks streamed ({}), {}/token over PCIe, VRAM {} of {}, "
                        "predicted {:.1f} tok/s decode (PCIe bound {:.1f}){}",
                        n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
@@ -561,13 +676,20 @@ std::string Plan::table() const {
     o << fmt::format("  read by kernels from VRAM   {}\n", gb(double(decode_read_bytes)));
     o << fmt::format("  over PCIe (host -> device)  {}{}\n", gb(double(pcie_bytes)),
                      disk_bytes ? fmt::format(" ({} of it read from disk)", gb(double(disk_bytes))) : "");
+    if (n_cpu_layers > 0)
+        o << fmt::format("  read by the CPU             {} ({} layers, {} threads, {:.2f} ms; {} GPU<->CPU handoffs)\n",
+                         gb(double(cpu_bytes)), n_cpu_layers, cpu_threads, decode_cpu_s * 1e3, handoffs);
     o << fmt::format("\nbandwidths ({}): PCIe h2d pinned {:.1f} GB/s, device copy {:.0f} GB/s, bf16 GEMM {:.0f} TFLOP/s, "
                      "disk {:.1f} GB/s\n",
                      bw.source, bw.h2d_pinned_gbs, bw.device_gbs, bw.gemm_tflops, bw.disk_gbs);
+    o << fmt::format("host: memory read {:.1f} GB/s, CPU GEMV {:.1f} GB/s with {} threads\n", bw.host_read_gbs, bw.cpu_gemv_gbs,
+                     bw.cpu_threads);
     o << fmt::format("predicted: decode {:.1f} tok/s (kernels {:.2f} ms, copies {:.2f} ms per token{}), prefill {:.0f} tok/s "
                      "({}-token chunks)\n",
                      decode_tps, decode_compute_s * 1e3, decode_copy_s * 1e3,
                      pcie_bound_tps > 0 ? fmt::format("; PCIe bound {:.1f} tok/s", pcie_bound_tps) : "", prefill_tps, prefill_chunk);
+    if (combined_bound_tps > 0)
+        o << fmt::format("bound with both host paths busy (non-resident bytes / (PCIe + host read)): {:.1f} tok/s\n", combined_bound_tps);
     for (const auto& n : notes) o << "note: " << n << "\n";
     return o.str();
 }
@@ -585,6 +707,8 @@ nlohmann::json Plan::to_json() const {
     };
     json order = json::array();
     for (int i : stream_order) order.push_back(blocks[size_t(i)].name);
+    json decode_order = json::array();
+    for (int i : decode_stream_order) decode_order.push_back(blocks[size_t(i)].name);
     return {{"vram_budget", vram_budget},
             {"vram_budget_origin", vram_budget_origin},
             {"vram_used", vram_used},
@@ -601,6 +725,13 @@ nlohmann::json Plan::to_json() const {
             {"bounce_bytes", bounce_bytes},
             {"prefill_chunk", prefill_chunk},
             {"stream_order", order},
+            {"decode_stream_order", decode_order},
+            {"n_cpu_layers", n_cpu_layers},
+            {"cpu_threads", cpu_threads},
+            {"cpu_bytes_per_token", cpu_bytes},
+            {"handoffs_per_token", handoffs},
+            {"predicted_decode_cpu_s", decode_cpu_s},
+            {"combined_bound_tokens_per_s", combined_bound_tps},
             {"expert_cache", {{"slots", expert_slots},
                               {"slot_bytes", expert_slot_bytes},
                               {"experts", n_experts_total},
@@ -616,7 +747,8 @@ nlohmann::json Plan::to_json() const {
             {"pcie_bound_tokens_per_s", pcie_bound_tps},
             {"predicted_prefill_tokens_per_s", prefill_tps},
             {"bandwidths", {{"source", bw.source}, {"h2d_pinned_gbs", bw.h2d_pinned_gbs}, {"device_gbs", bw.device_gbs},
-                            {"gemm_tflops", bw.gemm_tflops}, {"disk_gbs", bw.disk_gbs}, {"host_copy_gbs", bw.host_copy_gbs}}},
+                            {"gemm_tflops", bw.gemm_tflops}, {"disk_gbs", bw.disk_gbs}, {"host_copy_gbs", bw.host_copy_gbs},
+                            {"host_read_gbs", bw.host_read_gbs}, {"cpu_gemv_gbs", bw.cpu_gemv_gbs}, {"cpu_threads", bw.cpu_threads}}},
             {"warnings", warnings},
             {"notes", notes}};
 }

@@ -94,6 +94,25 @@ inline constexpr uint64_t k_cuda_context = uint64_t(768) << 20;
 inline constexpr double k_decode_efficiency = 0.869;
 inline constexpr double k_decode_layer_overhead_s = 29.2e-6;
 inline constexpr double k_prefill_efficiency = 0.55;
+// The CPU side of a decode step (host/host_layers.h): a layer on the CPU costs its weight bytes at
+// the measured host GEMV rate plus its thread-pool dispatches; each switch of the hidden state
+// between GPU and CPU is a 16 KB copy each way plus a host node in the graph.
+inline constexpr double k_cpu_layer_overhead_s = 40e-6;
+inline constexpr double k_handoff_s = 30e-6;
+
+// One decode pass as a timeline: the steps (layers, then the head) run one after another on the
+// GPU or the CPU, while the copy engine copies the streamed blocks in step order, each once the
+// step that used its ring slot before it is done. The plan's decode prediction, and what it
+// minimises when it places layers on the CPU.
+struct PassStep {
+    double compute_s = 0;  // kernel time on the GPU, or the layer's time on the CPU
+    bool on_cpu = false;
+    double copy_s = -1;    // >= 0: a streamed block, copied for this many seconds before it can run
+    int slot_after = -1;   // a streamed block: the step whose completion frees its slot (-1: free at the start)
+};
+// Seconds from the pass's start to the end of its last step (handoff_s per GPU<->CPU switch; the
+// pass starts and ends on the GPU).
+double simulate_pass(const std::vector<PassStep>& steps, double handoff_s);
 
 struct MemLine {
     std::string what;
@@ -105,13 +124,14 @@ struct BlockPlacement {
     int layer = -1;
     uint64_t offset = 0, bytes = 0;
     Placement place = Placement::vram;
-    int stream_index = -1;  // position among streamed blocks in pass order; slot = stream_index % ring_slots
+    int stream_index = -1;  // position among streamed blocks in (prefill) pass order; slot = stream_index % ring_slots
     int expert = -1;        // "layer.N.expert.E": E
 };
 
 struct Plan {
     std::vector<BlockPlacement> blocks;  // archive order
-    std::vector<int> stream_order;       // indices into blocks, in the order a pass uses them
+    std::vector<int> stream_order;       // indices into blocks, in the order a prefill pass uses them (CPU layers included)
+    std::vector<int> decode_stream_order;// the same without the CPU layers: what a decode pass copies
     int ring_slots = 0;
     uint64_t slot_bytes = 0;             // each slot holds the largest streamed block (4 KiB rounded)
     uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
@@ -144,6 +164,13 @@ struct Plan {
     double decode_copy_s = 0;            // copy-stream busy time per token
     double decode_tps = 0;               // predicted
     double pcie_bound_tps = 0;           // h2d_pinned / pcie_bytes (0 when nothing streams)
+    // The CPU as a third place (Placement::cpu): layers computed from host memory during decode.
+    int n_cpu_layers = 0;
+    int cpu_threads = 0;                 // the thread count the CPU rate is for
+    uint64_t cpu_bytes = 0;              // weight bytes the CPU reads per decode token
+    int handoffs = 0;                    // GPU <-> CPU switches of the hidden state per token
+    double decode_cpu_s = 0;             // CPU busy time per token
+    double combined_bound_tps = 0;       // (pcie_bytes + cpu_bytes) / (PCIe + host read bandwidth): both host paths busy
     double prefill_tps = 0;              // predicted for one full chunk
     Bandwidths bw;
     std::vector<std::string> warnings;   // printed by the caller (clamped budget, fallbacks)

@@ -58,6 +58,7 @@ PlanInput small_input() {
     in.bw.h2d_pinned_gbs = 0.5 * double(MiB) / 1e6;           // 0.5 MiB per ms
     in.bw.device_gbs = double(MiB) / 1e6 / k_decode_efficiency;  // 1 MiB per ms after the efficiency
     in.bw.gemm_tflops = 100;
+    in.cpu_layers = 0;  // the CPU as a third place has tests of its own (CpuLayers*)
     return in;
 }
 
@@ -327,4 +328,90 @@ TEST(Plan, MixtureOfExpertsResidentOrCached) {
                            " for this mixture-of-experts model"), std::string::npos) << msg;
         EXPECT_NE(msg.find("4 expert slots"), std::string::npos) << msg;
     }
+}
+
+TEST(Plan, SimulatePassByHand) {
+    // One ring slot: the second streamed block's copy waits until the first block's step is done.
+    std::vector<PassStep> steps(3);
+    steps[0] = {1e-3, false, -1, -1};   // resident, 1 ms
+    steps[1] = {1e-3, false, 2e-3, -1}; // copy 0..2 ms, runs 2..3
+    steps[2] = {1e-3, false, 2e-3, 1};  // copy starts at 3 (slot freed), 3..5, runs 5..6
+    EXPECT_NEAR(simulate_pass(steps, 0), 6e-3, 1e-12);
+    // A CPU step between: two handoffs, and the copy overlaps it.
+    steps.insert(steps.begin() + 1, PassStep{4e-3, true, -1, -1});
+    steps[3].slot_after = 2;
+    // 0..1 resident, handoff 1..1.1, CPU 1.1..5.1, handoff ..5.2, block 1 copied 0..2 runs 5.2..6.2,
+    // block 2 copied 6.2..8.2 runs 8.2..9.2.
+    EXPECT_NEAR(simulate_pass(steps, 0.1e-3), 9.2e-3, 1e-12);
+    // Ending on the CPU hands the state back.
+    EXPECT_NEAR(simulate_pass({PassStep{1e-3, true, -1, -1}}, 0.1e-3), 1.2e-3, 1e-12);
+}
+
+TEST(Plan, CpuLayersBesideTheStream) {
+    // The streaming plan above (layer 0 and the head resident, layers 1..3 streamed), with a CPU that
+    // reads at the PCIe rate, 0.5 MiB/ms: a CPU layer costs 2 ms + overhead, a copy 2 ms.
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    in.cpu_layers = -1;
+    in.bw.cpu_gemv_gbs = in.bw.host_read_gbs = in.bw.h2d_pinned_gbs;
+    in.bw.cpu_threads = 8;
+    const Plan p = make_plan(in);
+    const double gpu_ms = 1.0 + k_decode_layer_overhead_s * 1e3, cpu_ms = 2.0 + k_cpu_layer_overhead_s * 1e3, h = k_handoff_s * 1e3;
+    // By hand, per count of CPU layers (the streamed ones end the group): 0: 9.03 ms (above);
+    // 1 (layer 1 on the CPU; layers 2, 3 copied 0..2 and 2..4 meanwhile): layer 0 ends at 1.03,
+    // the CPU layer at 1.03 + h + cpu, layers 2 and 3 follow on the GPU with their copies done,
+    // then the head (2 ms): 7.19 ms; 2: 8.20 ms; 3: 9.21 ms. One CPU layer wins.
+    const double embed_ms = 512.0 / double(MiB);
+    const double t1 = embed_ms + gpu_ms + h + cpu_ms + h + 2 * gpu_ms + 2.0;
+    EXPECT_EQ(p.n_cpu_layers, 1);
+    EXPECT_EQ(p.blocks[2].place, Placement::cpu);
+    EXPECT_EQ(p.blocks[3].place, Placement::registered);
+    EXPECT_EQ(p.blocks[4].place, Placement::registered);
+    ASSERT_EQ(p.stream_order.size(), 3u);         // prefill streams all three
+    ASSERT_EQ(p.decode_stream_order.size(), 2u);  // decode copies two
+    EXPECT_EQ(p.decode_stream_order[0], 3);
+    EXPECT_EQ(p.pcie_bytes, 2 * MiB);
+    EXPECT_EQ(p.cpu_bytes, MiB);
+    EXPECT_EQ(p.handoffs, 2);
+    EXPECT_EQ(p.cpu_threads, 8);
+    EXPECT_NEAR(p.decode_tps, 1e3 / t1, 1e-6);
+    // Both host paths at 0.5 MiB/ms for the 3 MiB not resident: 1/3 token per ms.
+    EXPECT_NEAR(p.combined_bound_tps, 1e3 / 3.0, 1e-6);
+    // The CPU layer's KV cache lives in host memory: 2 x 64 positions x 128 x 2 bytes.
+    EXPECT_EQ(p.ram_used, 5 * MiB + 32768);
+    EXPECT_NE(p.summary().find("2 streamed over PCIe, 1 computed on the CPU (8 threads)"), std::string::npos) << p.summary();
+    EXPECT_NE(p.table().find("read by the CPU"), std::string::npos);
+    EXPECT_EQ(p.to_json()["n_cpu_layers"], 1);
+    // Prefill still streams the CPU layer: three copies per chunk, as without the CPU.
+    PlanInput none = in;
+    none.cpu_layers = 0;
+    EXPECT_NEAR(make_plan(none).prefill_tps, p.prefill_tps, 1e-9);
+}
+
+TEST(Plan, CpuLayersForcedAndRefused) {
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    in.cpu_layers = 3;
+    const Plan all = make_plan(in);
+    EXPECT_EQ(all.n_cpu_layers, 3);
+    EXPECT_TRUE(all.decode_stream_order.empty());
+    EXPECT_EQ(all.pcie_bytes, 0u);
+    EXPECT_EQ(all.handoffs, 2);  // one run of CPU layers
+    in.cpu_layers = 4;
+    try {
+        make_plan(in);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--cpu-layers 4: at most 3 layers"), std::string::npos) << e.what();
+    }
+    // Everything resident: nothing to move.
+    PlanInput fits = small_input();
+    fits.cpu_layers = -1;
+    EXPECT_EQ(make_plan(fits).n_cpu_layers, 0);
+    // A slow CPU earns no layer.
+    PlanInput slow = small_input();
+    slow.vram_budget = k_fixed + 5 * MiB;
+    slow.cpu_layers = -1;
+    slow.bw.cpu_gemv_gbs = slow.bw.host_read_gbs = slow.bw.h2d_pinned_gbs / 10;
+    EXPECT_EQ(make_plan(slow).n_cpu_layers, 0);
 }
