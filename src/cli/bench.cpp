@@ -300,7 +300,7 @@ int run(Opts o) {
             const double wall = 1.0 / st.mean, copy = st0.copy_s_per_pass;
             const double kernels = m.backend->measure_decode_without_copies(8);
             const double overlap = kernels > 0 && copy > 0 ? std::clamp((copy + kernels - wall) / std::min(copy, kernels), 0.0, 1.0) : 0.0;
-            const double bpt = double(st0.bytes_per_pass), pcie = bpt * st.mean / 1e9, bound = h2d > 0 ? h2d * 1e9 / bpt : 0;
+            const double bpt = double(st0.bytes_per_pass), pcie = bpt * st.mean / 1e9, bound = h2d > 0 && bpt > 0 ? h2d * 1e9 / bpt : 0;
             results.back().update({{"streamed_bytes_per_token", bpt}, {"pcie_gbs", pcie}, {"h2d_pinned_gbs", h2d},
                                    {"pcie_bound_tokens_per_s", bound}, {"pcie_bound_fraction", bound > 0 ? st.mean / bound : 0.0},
                                    {"copy_ms_per_token", copy * 1e3}, {"kernels_ms_per_token", kernels * 1e3},
@@ -311,6 +311,18 @@ int run(Opts o) {
                 "({:.2f} tok/s); per token: copies {:.1f} ms, kernels {:.1f} ms, wall {:.1f} ms, overlap {:.0f}%; planner predicted {:.2f} tok/s",
                 name, format_bytes(bpt), pcie, h2d, bound > 0 ? 100 * st.mean / bound : 0.0, bound, copy * 1e3, kernels * 1e3, wall * 1e3,
                 100 * overlap, st0.predicted_tokens_per_s));
+            if (st0.cpu_layers > 0) {
+                // The CPU as a third place: its layers' bytes, and the bound with both host paths busy.
+                const double cpu_bpt = double(st0.cpu_bytes_per_token), both = st0.combined_bound_tokens_per_s;
+                results.back()["cpu"] = {{"layers", st0.cpu_layers}, {"threads", st0.cpu_threads}, {"bytes_per_token", cpu_bpt},
+                                         {"gbs", cpu_bpt * st.mean / 1e9}, {"combined_bound_tokens_per_s", both},
+                                         {"combined_bound_fraction", both > 0 ? st.mean / both : 0.0}};
+                stream_lines.push_back(fmt::format(
+                    "{}: {} layers on the CPU ({} threads) read {}/token = {:.1f} GB/s beside PCIe; {:.1f}% of the bound with both host "
+                    "paths busy ({:.2f} tok/s, from the plan's bandwidths)",
+                    name, st0.cpu_layers, st0.cpu_threads, format_bytes(cpu_bpt), cpu_bpt * st.mean / 1e9,
+                    both > 0 ? 100 * st.mean / both : 0.0, both));
+            }
         }
     }
 

@@ -74,6 +74,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "Mixture of experts: keep the experts in host memory and cache at most N of them in VRAM, at least 1 "
                    "(default: every expert resident when they fit, else as many as the budget holds)")
         ->check(int_at_least(1));
+    sub.add_option("--cpu-layers", a.cpu_layers,
+                   "Larger than VRAM: compute exactly N of the layers outside VRAM on the CPU during decode, 0 = none "
+                   "(default: as many as the planner predicts fastest)")
+        ->check(int_at_least(0));
 }
 
 void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
@@ -131,6 +135,7 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     if (!a.vram_budget.empty()) bo.vram_budget = parse_byte_size(a.vram_budget, "--vram-budget");
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
     bo.expert_slots = a.expert_slots;
+    bo.cpu_layers = a.cpu_layers;
     if (a.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", a.model);
     // The CUDA backend plans with these budgets and prints its plan; the CPU backend has no VRAM to
     // budget and reads the weights from the mapping in place.

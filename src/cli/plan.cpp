@@ -46,6 +46,8 @@ int run(const Opts& o) {
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
+    bo.cpu_layers = o.model.cpu_layers;
+    bo.n_threads = o.model.threads;
     if (bo.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", o.model.model);
     if (o.model.device == "cpu")
         fail("--device cpu: the planner places weights in GPU memory; the CPU backend reads them from the mapping in place");
@@ -58,6 +60,7 @@ int run(const Opts& o) {
         in.vram_budget = bo.vram_budget;
         in.ram_budget = bo.ram_budget;
         in.expert_slots = bo.expert_slots;
+        in.cpu_layers = bo.cpu_layers;
         in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");
         in.ram_available = host_available_ram();
         gpu = fmt::format("a GPU with {} (--device-memory)", format_bytes(double(in.device_total)));

@@ -31,6 +31,11 @@ struct StreamStats {
     uint64_t expert_block_bytes = 0; // bytes one miss copies
     uint64_t expert_hits = 0;        // decode lookups since load
     uint64_t expert_misses = 0;
+    // Layers computed on the CPU in decode (issue #16), from the plan.
+    int cpu_layers = 0;
+    int cpu_threads = 0;
+    uint64_t cpu_bytes_per_token = 0;
+    double combined_bound_tokens_per_s = 0;  // non-resident bytes / (PCIe + host read bandwidth)
 };
 
 class Backend {
@@ -72,6 +77,7 @@ struct BackendOptions {
     uint64_t vram_budget = 0;    // bytes of VRAM the backend may use; 0 = free VRAM minus a margin
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)
+    int cpu_layers = -1;         // larger than VRAM: layers computed on the CPU in decode; -1 = the planner's choice
 };
 
 // Creates the backend named by opt.device for the opened archive (kept alive by the caller).

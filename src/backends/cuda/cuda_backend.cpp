@@ -10,6 +10,13 @@
 // each starts while the previous drains and waits for it only where it reads its output.
 // The safe profile feeds prompts through this step one token at a time (f32 activations).
 //
+// Layers the plan computes on the CPU (Placement::cpu, issue #16) run inside the same graph: the
+// hidden state goes down to pinned memory, a host node runs the group of consecutive CPU layers on
+// the host decode path (host/host_layers.h) and the state comes back up, while the copy stream
+// goes on streaming the next layers into the ring. Their KV cache lives in host memory for decode;
+// prefill computes them on the GPU like any streamed layer, so the rows the other side wrote are
+// copied across first (sync_cpu_kv_*).
+//
 // Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),
 // the residual adds in the GEMM epilogue; attention by the flash kernel (flash_attention.cu) for
 // bf16/f16 caches with head_dim 64/128/256, otherwise as two batched GEMMs around a masked
@@ -24,9 +31,11 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/weight_stream.h"
+#include "backends/host/host_layers.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/thread_pool.h"
 #include "format/archive.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
@@ -39,12 +48,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace tt::cuda {
@@ -99,12 +110,17 @@ public:
     CudaBackend(const Archive& a, const BackendOptions& opt);
     ~CudaBackend() override;
 
-    std::string describe() const override { return fmt::format("cuda:{} {}", device_, device_name_); }
+    std::string describe() const override {
+        if (!host_layers_) return fmt::format("cuda:{} {}", device_, device_name_);
+        return fmt::format("cuda:{} {} + {} layers on the CPU ({} threads)", device_, device_name_, plan_.n_cpu_layers, host_pool_->size());
+    }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
     void rewind(int n) override {
         TT_ASSERT(n >= 0 && n <= n_past_);
         n_past_ = n;
+        host_kv_valid_ = std::min(host_kv_valid_, n);
+        dev_kv_valid_ = std::min(dev_kv_valid_, n);
     }
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
@@ -113,6 +129,13 @@ public:
 
 private:
     void upload(const Archive& a, const ModelWeights& w, const BackendOptions& opt);
+    // The CPU layers (plan_.n_cpu_layers > 0): their host decode path, grouped in runs of consecutive layers.
+    void setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt);
+    static void CUDART_CB run_cpu_group(void* group);
+    // The CPU layers' KV rows [valid, upto) copied from the side that wrote them: the device's
+    // (prefill) into host memory before a decode step, the host's (decode) into VRAM before a prefill.
+    void sync_cpu_kv_to_host(int upto);
+    void sync_cpu_kv_to_device(int upto);
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
     cudaGraphExec_t capture_decode_graph();
     void run_decode_graph();
@@ -190,6 +213,22 @@ private:
     std::vector<int32_t> host_moe_ids_;    // prefill: the routing read back to group tokens by expert
     int32_t* host_moe_rows_ = nullptr;     // pinned: moe_rows then moe_tokens, uploaded per layer
     size_t host_moe_rows_cap_ = 0;
+    // CPU layers (issue #16).
+    struct CpuGroup {
+        CudaBackend* self;
+        int first, end;  // layers [first, end)
+    };
+    ModelWeights host_weights_;                  // views into the mapping the host decode path reads
+    std::unique_ptr<ThreadPool> host_pool_;
+    std::unique_ptr<host::HostLayers> host_layers_;
+    std::vector<CpuGroup> cpu_groups_;
+    std::vector<int> cpu_group_at_;              // per layer: index into cpu_groups_ of the group it starts, or -1
+    float* host_x_ = nullptr;                    // pinned: the hidden state while the CPU has it
+    int host_kv_valid_ = 0, dev_kv_valid_ = 0;   // positions of the CPU layers' cache valid on each side
+    std::mutex cpu_error_mu_;
+    std::string cpu_error_;
+    std::atomic<bool> cpu_failed_{false};
+    void check_cpu();  // throws the error a host node caught
 };
 
 CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(spec_from_json(a.metadata()["spec"])) {
@@ -223,6 +262,7 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
+    if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     // PDL needs sm_90. Streamed weights change under the kernels (the ring's copies are ordered by
     // events, not by the kernels' own waits), so a streaming plan keeps plain launches.
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
@@ -261,6 +301,7 @@ CudaBackend::~CudaBackend() {
     if (graph_no_copies_) cudaGraphExecDestroy(graph_no_copies_);
     if (host_io_) cudaFreeHost(host_io_);
     if (host_moe_rows_) cudaFreeHost(host_moe_rows_);
+    if (host_x_) cudaFreeHost(host_x_);
     if (cublas_) cublasDestroy(cublas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -348,6 +389,83 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
                                            block_bytes, std::move(host_device), std::move(host_ptr), 2 * n_sms_);
 }
 
+void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt) {
+    host_weights_ = w;
+    std::vector<int> cpu;
+    cpu_group_at_.assign(size_t(spec_.n_layers), -1);
+    for (const auto& b : plan_.blocks)
+        if (b.place == Placement::cpu) cpu.push_back(b.layer);
+    std::sort(cpu.begin(), cpu.end());
+    cpu_groups_.reserve(cpu.size());  // host nodes keep pointers to the groups
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        if (i > 0 && cpu[i] == cpu[i - 1] + 1) {
+            ++cpu_groups_.back().end;
+            continue;
+        }
+        cpu_group_at_[size_t(cpu[i])] = int(cpu_groups_.size());
+        cpu_groups_.push_back({this, cpu[i], cpu[i] + 1});
+    }
+    host_pool_ = std::make_unique<ThreadPool>(opt.n_threads);
+    host_layers_ = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
+    TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
+    log::info("decode computes {} layers on the CPU ({} threads, {} runs of consecutive layers) beside {} streamed over PCIe",
+              cpu.size(), host_pool_->size(), cpu_groups_.size(), plan_.decode_stream_order.size());
+}
+
+void CUDART_CB CudaBackend::run_cpu_group(void* group) {
+    // Runs on the driver's callback thread: no CUDA calls, no exceptions out. The position is the
+    // step's input, already in pinned memory.
+    auto* g = static_cast<CpuGroup*>(group);
+    CudaBackend* self = g->self;
+    if (self->cpu_failed_) return;
+    try {
+        const int pos = self->host_io_[1];
+        for (int il = g->first; il < g->end; ++il) self->host_layers_->forward(il, self->host_x_, pos);
+    } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(self->cpu_error_mu_);
+        self->cpu_error_ = e.what();
+        self->cpu_failed_ = true;
+    }
+}
+
+void CudaBackend::check_cpu() {
+    if (!cpu_failed_) return;
+    std::lock_guard<std::mutex> lock(cpu_error_mu_);
+    fail("a layer on the CPU failed: {}", cpu_error_);
+}
+
+void CudaBackend::sync_cpu_kv_to_host(int upto) {
+    if (!host_layers_ || host_kv_valid_ >= upto) return;
+    TT_ASSERT(dev_kv_valid_ >= upto);
+    const size_t row = host_layers_->kv_row_bytes(), off = size_t(host_kv_valid_) * row, n = size_t(upto - host_kv_valid_) * row;
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the prefill that wrote them is done
+    for (const CpuGroup& g : cpu_groups_)
+        for (int il = g.first; il < g.end; ++il) {
+            const DevLayer& L = layers_[size_t(il)];
+            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(host_layers_->k_cache(il)) + off, static_cast<uint8_t*>(L.k_cache.ptr) + off, n,
+                                     cudaMemcpyDeviceToHost));
+            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(host_layers_->v_cache(il)) + off, static_cast<uint8_t*>(L.v_cache.ptr) + off, n,
+                                     cudaMemcpyDeviceToHost));
+        }
+    host_kv_valid_ = upto;
+}
+
+void CudaBackend::sync_cpu_kv_to_device(int upto) {
+    if (!host_layers_ || dev_kv_valid_ >= upto) return;
+    TT_ASSERT(host_kv_valid_ >= upto);
+    const size_t row = host_layers_->kv_row_bytes(), off = size_t(dev_kv_valid_) * row, n = size_t(upto - dev_kv_valid_) * row;
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the decode steps that wrote them are done
+    for (const CpuGroup& g : cpu_groups_)
+        for (int il = g.first; il < g.end; ++il) {
+            DevLayer& L = layers_[size_t(il)];
+            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(L.k_cache.ptr) + off, static_cast<uint8_t*>(host_layers_->k_cache(il)) + off, n,
+                                     cudaMemcpyHostToDevice));
+            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(L.v_cache.ptr) + off, static_cast<uint8_t*>(host_layers_->v_cache(il)) + off, n,
+                                     cudaMemcpyHostToDevice));
+        }
+    dev_kv_valid_ = upto;
+}
+
 StreamStats CudaBackend::stream_stats() const {
     StreamStats st = ws_->stats();  // the plan's summary and prediction included
     if (cache_) {
@@ -370,6 +488,16 @@ void CudaBackend::decode_step() {
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
     for (int il = 0; il < s.n_layers; ++il) {
+        if (!cpu_group_at_.empty() && cpu_group_at_[size_t(il)] >= 0) {
+            // A run of CPU layers: the state down, the host node, the state back up. The copy
+            // stream, not ordered after this, keeps filling the ring meanwhile.
+            CpuGroup& g = cpu_groups_[size_t(cpu_group_at_[size_t(il)])];
+            TT_CUDA_CHECK(cudaMemcpyAsync(host_x_, x, size_t(H) * 4, cudaMemcpyDeviceToHost, stream_));
+            TT_CUDA_CHECK(cudaLaunchHostFunc(stream_, run_cpu_group, &g));
+            TT_CUDA_CHECK(cudaMemcpyAsync(x, host_x_, size_t(H) * 4, cudaMemcpyHostToDevice, stream_));
+            il = g.end - 1;
+            continue;
+        }
         ws_->need(ws_->layer_block(il));  // streamed: wait until its slot holds layer il
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.sliding(il);
@@ -574,7 +702,7 @@ cudaGraphExec_t CudaBackend::capture_decode_graph() {
     cudaGraphExec_t exec = nullptr;
     TT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     TT_CUDA_CHECK(cudaMemcpyAsync(io_.ptr, host_io_, 2 * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-    ws_->begin_pass();
+    ws_->begin_pass(WeightStream::Pass::decode);
     {
         DependentLaunchScope pdl(dependent_launch_);
         decode_step();
@@ -589,10 +717,17 @@ cudaGraphExec_t CudaBackend::capture_decode_graph() {
 
 void CudaBackend::run_decode_graph() {
     if (!graph_) graph_ = capture_decode_graph();
+    const int pos = host_io_[1];
+    sync_cpu_kv_to_host(pos);  // the CPU layers attend over rows a prefill wrote on the GPU
     TT_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     ws_->count_pass();
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     ws_->check();
+    check_cpu();
+    if (host_layers_) {
+        host_kv_valid_ = pos + 1;
+        dev_kv_valid_ = std::min(dev_kv_valid_, pos);  // row pos now differs between the two sides
+    }
 }
 
 double CudaBackend::measure_decode_without_copies(int n) {
@@ -605,6 +740,7 @@ double CudaBackend::measure_decode_without_copies(int n) {
     // Position n_past_ is not cached yet: the KV row these steps write is overwritten by the next token.
     host_io_[0] = 0;
     host_io_[1] = n_past_;
+    sync_cpu_kv_to_host(n_past_);
     double total = 0;
     for (int i = 0; i <= n; ++i) {  // the first run warms up
         const auto t0 = std::chrono::steady_clock::now();
@@ -612,6 +748,8 @@ double CudaBackend::measure_decode_without_copies(int n) {
         TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (i > 0) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    check_cpu();
+    dev_kv_valid_ = std::min(dev_kv_valid_, n_past_);
     return total / n;
 }
 
@@ -633,7 +771,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     keys_cap_ = std::max(n_keys, keys_cap_);
     grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
     float* x = px_.as<float>();
-    ws_->begin_pass();  // each streamed layer crosses the bus once per chunk
+    sync_cpu_kv_to_device(n_past_);  // the GPU computes the CPU layers too: it needs their decoded rows
+    ws_->begin_pass(WeightStream::Pass::prefill);  // each streamed layer (CPU layers too) crosses the bus once per chunk
     if (cache_) cache_->begin_prefill();
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
@@ -740,6 +879,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         ws_->done(ws_->layer_block(il));
     }
     n_past_ += n;
+    if (host_layers_ && dev_kv_valid_ == n_past_ - n) dev_kv_valid_ = n_past_;
     // ph_ holds output_norm(x) for every row, in the weights' dtype.
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     ws_->need_head();

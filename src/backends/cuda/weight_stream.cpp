@@ -70,10 +70,25 @@ WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_
                 TT_CUDA_CHECK(cudaEventCreateWithFlags(&s.freed, cudaEventDisableTiming));
                 streamed_.push_back(s);
                 stream_index_[size_t(i)] = int(j);
-                bytes_per_pass_ += b.bytes;
                 any_bounce |= b.place == Placement::bounce;
                 any_disk |= b.place == Placement::disk;
             }
+            // A block keeps the slot of its place in the prefill order, so its tensors have one
+            // address; a decode pass, which skips the CPU layers, waits for whichever block last
+            // used a slot in its own order.
+            for (int k = 0; k < 2; ++k) {
+                std::vector<int> last(size_t(R), -1);
+                for (size_t j = 0; j < streamed_.size(); ++j) {
+                    if (Pass(k) == Pass::decode && streamed_[j].place == Placement::cpu) continue;
+                    const size_t slot = j % size_t(R);
+                    order_[k].push_back(int(j));
+                    slot_before_[k].push_back(last[slot]);
+                    last[slot] = int(j);
+                }
+            }
+            bytes_per_pass_ = 0;
+            for (int j : order_[int(Pass::decode)]) bytes_per_pass_ += streamed_[size_t(j)].bytes;
+            for (const Streamed& st : streamed_) prefill_bytes_per_pass_ += st.bytes;
             jobs_.resize(streamed_.size());
             for (size_t j = 0; j < jobs_.size(); ++j) jobs_[j] = {this, int(j)};
             enqueued_.assign(streamed_.size(), false);
@@ -187,7 +202,7 @@ void WeightStream::register_host(const Archive& a) {
     for (size_t i = 0; i < plan_.blocks.size(); ++i) {
         const BlockPlacement& b = plan_.blocks[i];
         const bool embed = int(i) == embed_block_ && plan_.embed_host_mapped;
-        if (!embed && b.place != Placement::registered && b.place != Placement::expert_cache) continue;
+        if (!embed && b.place != Placement::registered && b.place != Placement::cpu && b.place != Placement::expert_cache) continue;
         const uint64_t len = round_up(b.bytes, k_thin_align);
         if (!embed && !ranges.empty() && !ranges.back().embed && ranges.back().offset + ranges.back().bytes == b.offset)
             ranges.back().bytes += len;
@@ -255,14 +270,26 @@ const void* WeightStream::lookup_address(const ArchiveTensor& t) const {
     return static_cast<const uint8_t*>(embed_device_) + (t.offset - b.offset);
 }
 
-void WeightStream::enqueue_copy(int j) {
+bool WeightStream::in_pass_order(int j) const { return kind_ == Pass::prefill || streamed_[size_t(j)].place != Placement::cpu; }
+
+void WeightStream::enqueue_ready() {
+    const std::vector<int>& order = order_[int(kind_)];
+    const std::vector<int>& before = slot_before_[int(kind_)];
+    while (next_issue_ < order.size()) {
+        const int after = before[next_issue_];
+        if (after >= 0 && !released_[size_t(after)]) return;  // its slot is still read by an earlier block
+        enqueue_copy(order[next_issue_], after);
+        ++next_issue_;
+    }
+}
+
+void WeightStream::enqueue_copy(int j, int after) {
     Streamed& s = streamed_[size_t(j)];
-    const int R = plan_.ring_slots;
-    // The slot still holds streamed block j - R until the kernels reading it are done.
-    if (j >= R) TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, streamed_[size_t(j - R)].freed, 0));
+    // The slot still holds streamed block `after` until the kernels reading it are done.
+    if (after >= 0) TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, streamed_[size_t(after)].freed, 0));
     if (copies_) {
         const void* src = archive_.base() + s.offset;
-        if (s.place != Placement::registered) {
+        if (s.place != Placement::registered && s.place != Placement::cpu) {  // cpu: registered too
             // One bounce buffer: its previous copy precedes this fill on the same stream.
             TT_CUDA_CHECK(cudaLaunchHostFunc(copy_, fill_bounce, &jobs_[size_t(j)]));
             src = bounce_;
@@ -273,11 +300,13 @@ void WeightStream::enqueue_copy(int j) {
     enqueued_[size_t(j)] = true;
 }
 
-void WeightStream::begin_pass() {
+void WeightStream::begin_pass(Pass kind) {
     if (!streaming()) return;
     check();
     TT_ASSERT(!in_pass_);
     in_pass_ = true;
+    kind_ = kind;
+    next_issue_ = 0;
     std::fill(enqueued_.begin(), enqueued_.end(), false);
     std::fill(released_.begin(), released_.end(), false);
     // Fork: the copy stream starts after everything already on the compute stream (the previous
@@ -285,10 +314,12 @@ void WeightStream::begin_pass() {
     // to the capture.
     TT_CUDA_CHECK(cudaEventRecord(fork_, compute_));
     TT_CUDA_CHECK(cudaStreamWaitEvent(copy_, fork_, 0));
-    for (int j = 0; j < std::min<int>(plan_.ring_slots, int(streamed_.size())); ++j) enqueue_copy(j);
+    enqueue_ready();  // the first block of each slot
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     TT_CUDA_CHECK(cudaStreamIsCapturing(compute_, &capturing));
-    if (capturing == cudaStreamCaptureStatusNone) count_pass();  // a captured pass counts at each replay
+    if (capturing != cudaStreamCaptureStatusNone) return;  // a captured pass counts at each replay
+    if (kind == Pass::decode) count_pass();
+    else if (copies_) ++prefill_passes_;
 }
 
 void WeightStream::count_pass() {
@@ -298,6 +329,7 @@ void WeightStream::count_pass() {
 void WeightStream::need(int block) {
     if (block < 0 || stream_index_[size_t(block)] < 0) return;
     const int j = stream_index_[size_t(block)];
+    if (!in_pass_order(j)) return;
     TT_ASSERT(in_pass_ && enqueued_[size_t(j)]);  // else the wait would refer to a stale copy
     TT_CUDA_CHECK(cudaStreamWaitEvent(compute_, streamed_[size_t(j)].loaded, 0));
 }
@@ -305,11 +337,12 @@ void WeightStream::need(int block) {
 void WeightStream::done(int block) {
     if (block < 0 || stream_index_[size_t(block)] < 0) return;
     const int j = stream_index_[size_t(block)];
+    if (!in_pass_order(j)) return;
     TT_ASSERT(in_pass_ && enqueued_[size_t(j)]);
     if (released_[size_t(j)]) return;
     released_[size_t(j)] = true;
     TT_CUDA_CHECK(cudaEventRecord(streamed_[size_t(j)].freed, compute_));
-    if (j + plan_.ring_slots < int(streamed_.size())) enqueue_copy(j + plan_.ring_slots);
+    enqueue_ready();
 }
 
 void WeightStream::need_head() {
@@ -325,7 +358,7 @@ void WeightStream::done_head() {
 void WeightStream::end_pass() {
     if (!streaming()) return;
     TT_ASSERT(in_pass_);
-    for (size_t j = 0; j < streamed_.size(); ++j) TT_ASSERT(released_[j]);
+    for (int j : order_[int(kind_)]) TT_ASSERT(released_[size_t(j)]);
     in_pass_ = false;
     TT_CUDA_CHECK(cudaEventRecord(join_, copy_));
     TT_CUDA_CHECK(cudaStreamWaitEvent(compute_, join_, 0));
@@ -396,10 +429,11 @@ double WeightStream::time_copy_pass() {
     float ms = 0;
     for (int r = 0; r < 2; ++r) {
         TT_CUDA_CHECK(cudaEventRecord(a, copy_));
-        for (size_t j = 0; j < streamed_.size(); ++j) {
+        for (int jj : order_[int(Pass::decode)]) {
+            const size_t j = size_t(jj);
             const Streamed& s = streamed_[j];
             const void* src = archive_.base() + s.offset;
-            if (s.place != Placement::registered) {
+            if (s.place != Placement::registered && s.place != Placement::cpu) {  // cpu: registered too
                 TT_CUDA_CHECK(cudaLaunchHostFunc(copy_, fill_bounce, &jobs_[j]));
                 src = bounce_;
             }
@@ -420,10 +454,14 @@ StreamStats WeightStream::stats() const {
     st.streaming = streaming();
     st.plan = plan_.summary();
     st.bytes_per_pass = bytes_per_pass_;
-    st.passes = passes_;
-    st.bytes_streamed = passes_ * bytes_per_pass_;
+    st.passes = passes_ + prefill_passes_;
+    st.bytes_streamed = passes_ * bytes_per_pass_ + prefill_passes_ * prefill_bytes_per_pass_;
     st.copy_s_per_pass = copy_s_per_pass_;
     st.predicted_tokens_per_s = plan_.decode_tps;
+    st.cpu_layers = plan_.n_cpu_layers;
+    st.cpu_threads = plan_.cpu_threads;
+    st.cpu_bytes_per_token = plan_.cpu_bytes;
+    st.combined_bound_tokens_per_s = plan_.combined_bound_tps;
     return st;
 }
 

@@ -2,16 +2,19 @@
 // blocks in one VRAM allocation and streams the others, pass after pass, through a ring of VRAM
 // slots on a copy stream that runs beside the compute stream:
 //
-//   begin_pass()    fork the copy stream off the compute stream; copy streamed blocks 0..R-1
+//   begin_pass(k)   fork the copy stream off the compute stream; copy the first block of each slot
 //   need(b)         the compute stream waits until block b is in its slot (event "loaded b")
 //   done(b)         after the last kernel that reads b: record "freed b" on the compute stream,
-//                   then the copy stream waits for it and copies streamed block j+R into the slot
+//                   then the copy stream waits for it and copies the next block of the pass that
+//                   uses the same slot (and every block after it whose slot is free)
 //   end_pass()      join the copy stream back into the compute stream
 //
-// Streamed block j always uses slot j % R, so every pass issues the same copies to the same
-// addresses: a decode step with its copies is captured once in a CUDA graph and replayed with no
-// host work. A slot is overwritten only after the compute stream passed done() of the block it
-// held, and read only after need() saw its copy finish.
+// Streamed block j (in the prefill order, plan.stream_order) always uses slot j % R, so every
+// pass issues the same copies to the same addresses: a decode step with its copies is captured
+// once in a CUDA graph and replayed with no host work. A decode pass skips the layers the plan
+// computes on the CPU (plan.decode_stream_order); its copies then wait for whichever block of
+// that pass last used the slot. A slot is overwritten only after the compute stream passed done()
+// of the block it held, and read only after need() saw its copy finish.
 //
 // Host side: streamed blocks are registered in place in the archive's mapping (cudaHostRegister,
 // read-only) and copied straight from it; blocks the plan puts on disk (RAM budget too small) or
@@ -62,16 +65,20 @@ public:
     const void* lookup_address(const ArchiveTensor& t) const;
 
     bool streaming() const { return !streamed_.empty(); }
+    // A decode pass copies the streamed blocks but those the plan computes on the CPU
+    // (Placement::cpu); a prefill pass copies them all (plan.decode_stream_order, plan.stream_order).
+    enum class Pass { decode, prefill };
     // Block index of layer il / of the head blocks, for need() and done().
     int layer_block(int il) const { return layer_block_[size_t(il)]; }
     int output_block() const { return output_block_; }  // the final norm (and an untied head)
-    void begin_pass();
+    void begin_pass(Pass kind);
+    // For a block this pass does not copy (a CPU layer in decode), need() and done() do nothing.
     void need(int block);
     void done(int block);
     void need_head();  // the output block (and a tied embedding)
     void done_head();
     void end_pass();
-    // One more pass ran: begin_pass() counts eager passes; a graph replay of a captured pass calls this.
+    // One more decode pass ran: begin_pass() counts eager passes; a graph replay of a captured decode pass calls this.
     void count_pass();
     // When false, passes keep the events but issue no copies (kernel-only timing; results invalid).
     void set_copies(bool on) { copies_ = on; }
@@ -95,7 +102,10 @@ private:
     void release();
     void upload_resident(const Archive& a);
     void register_host(const Archive& a);
-    void enqueue_copy(int j);
+    // Issues, in pass order, every copy whose slot the pass no longer needs for an earlier block.
+    void enqueue_ready();
+    void enqueue_copy(int j, int after);  // after: the streamed block that held the slot before (-1: none this pass)
+    bool in_pass_order(int j) const;
     static void CUDART_CB fill_bounce(void* job);
     void fill(const Streamed& s);
     double time_copy_pass();
@@ -109,9 +119,15 @@ private:
     std::vector<int> layer_block_;
     int output_block_ = -1, embed_block_ = -1;
     void* ring_ = nullptr;
-    std::vector<Streamed> streamed_;
+    std::vector<Streamed> streamed_;       // every block a prefill pass streams, in its order
     std::vector<FillJob> jobs_;
     std::vector<bool> enqueued_, released_;
+    // Per pass kind: the streamed blocks it copies (indices into streamed_, in order) and, for each
+    // of those, the one before it in that order with the same slot (-1: none).
+    std::vector<int> order_[2], slot_before_[2];
+    Pass kind_ = Pass::decode;
+    size_t next_issue_ = 0;                // position in order_[kind_] of the next copy to issue
+    uint64_t prefill_bytes_per_pass_ = 0, prefill_passes_ = 0;
     std::vector<void*> registered_;       // host ranges to unregister
     const void* embed_device_ = nullptr;  // device pointer of the registered embedding
     struct HostRange {
