@@ -1,14 +1,19 @@
-// thintensor doctor [--strict] [--json] [--all-kernels]: what this machine offers for inference. GPU items (device,
-// driver, PCIe link through NVML, measured copy bandwidths and GEMM rate, cuBLAS check, a self-test
-// of every kernel against the CPU) when the CUDA backend is built and a GPU is present; CPU-side
-// items always (pinned-memory limit, model cache disk and read speed, python3 with torch +
-// transformers). The measured ceilings are stored in $THINTENSOR_HOME/doctor.json for the planner.
-// Without a GPU it says so and exits 0; --strict exits 1 when any item failed or is missing.
+// thintensor doctor [--strict] [--json] [--all-kernels] [--host-only]: what this machine offers
+// for inference. GPU items (device, driver, PCIe link through NVML, measured copy bandwidths and
+// GEMM rate, cuBLAS check, a self-test of every kernel against the CPU) when the CUDA backend is
+// built and a GPU is present; CPU-side items always (the host's memory read bandwidth and GEMV
+// rate, pinned-memory limit, model cache disk and read speed, python3 with torch + transformers).
+// The measured ceilings, GPU and host, are stored in $THINTENSOR_HOME/doctor.json for the planner.
+// Without a GPU it says so, records the host's figures and exits 0; --strict exits 1 when any item
+// failed or is missing. --host-only measures the host alone (no GPU, disk or python checks).
+#include "backends/host/gemv.h"
+#include "backends/host/measure.h"
 #include "cli/command.h"
 #include "cli/flag_checks.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/thread_pool.h"
 #include "runtime/doctor.h"
 #include "runtime/model_source.h"
 
@@ -28,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace {
 
@@ -43,6 +49,8 @@ struct Opts {
     std::string python;
     bool no_record = false;
     bool all_kernels = false;  // every case of the kernel table, not only the quick ones
+    bool host_only = false;    // the host's items alone: no GPU, cache or python checks
+    uint64_t host_test_mib = tt::host::dram_test_bytes(tt::host::k_measure_bytes) >> 20;
 };
 
 #ifdef THINTENSOR_HAVE_CUDA
@@ -198,6 +206,59 @@ std::optional<tt::GpuCeilings> check_gpu(tt::DoctorReport& rep, const tt::cuda::
 
 #endif  // THINTENSOR_HAVE_CUDA
 
+// The host's ceilings for decode layers on the CPU (issue #16): memory read with every hardware
+// thread, and the host GEMV (bf16, the kernels best_isa() picks) at 1, 2, 4, ... threads, over
+// buffers of `bytes` (past the last-level cache: DRAM), dated `date`. Returns them when both were
+// measured.
+std::optional<tt::HostCeilings> check_host_rates(tt::DoctorReport& rep, uint64_t bytes, const std::string& date) {
+    if (bytes == 0) {
+        for (const char* name : {"host read", "cpu gemv"})
+            rep.add("host", name, "skipped (--host-test-mib 0)", CheckStatus::warn);
+        return std::nullopt;
+    }
+    tt::HostCeilings h;
+    h.date = date;
+    h.cpu = tt::cpu_model_name();
+    h.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    h.isa = tt::host::isa_name(tt::host::best_isa());
+    h.gemv_dtype = "bf16";
+    tt::log::info("doctor: measuring the host's memory read and GEMV rates ({} buffer, up to {} threads)",
+                  tt::format_bytes(double(bytes)), h.threads);
+    tt::ThreadPool all(h.threads);
+    // One matrix for both figures: the read bandwidth of the very bytes the GEMV reads.
+    std::unique_ptr<tt::host::GemvBench> bench;
+    try {
+        bench = std::make_unique<tt::host::GemvBench>(all, tt::DType::bf16, size_t(bytes));
+        h.read_gbs = tt::host::measure_read_gbs(all, bench->matrix());
+    } catch (const tt::Error& e) {
+        rep.add("host", "host read", e.what(), CheckStatus::fail);
+        return std::nullopt;
+    }
+    const std::string size = tt::format_bytes(double(bench->bytes()));
+    rep.add("host", "host read", fmt::format("{:.1f} GB/s memory read, {} threads ({} buffer)", h.read_gbs, h.threads, size),
+            CheckStatus::ok, {{"gbs", h.read_gbs}, {"threads", h.threads}, {"bytes", bench->bytes()}});
+    for (int n : tt::host::gemv_thread_counts(h.threads)) {
+        std::unique_ptr<tt::ThreadPool> pool;
+        if (n != h.threads) pool = std::make_unique<tt::ThreadPool>(n);
+        h.gemv.push_back({n, bench->gbs(pool ? *pool : all)});
+    }
+    std::string rates;
+    json data = json::array();
+    for (const auto& g : h.gemv) {
+        rates += fmt::format("{}{}: {:.1f}", rates.empty() ? "" : ", ", g.threads, g.gemv_gbs);
+        data.push_back({{"threads", g.threads}, {"gemv_gbs", g.gemv_gbs}});
+    }
+    // The roofline: with every thread the GEMV should read its weights near the host's read bandwidth.
+    const double frac = h.read_gbs > 0 ? h.gemv.back().gemv_gbs / h.read_gbs : 0;
+    const bool scalar = tt::host::best_isa() == tt::host::Isa::scalar;
+    rep.add("host", "cpu gemv",
+            fmt::format("GB/s of bf16 weights by threads: {} ({} kernels; all threads reach {:.0f}% of host read){}", rates,
+                        h.isa, 100 * frac, scalar ? "; no AVX2 or AVX-512: scalar kernels, far below the memory" : ""),
+            scalar ? CheckStatus::warn : CheckStatus::ok,
+            {{"dtype", h.gemv_dtype}, {"isa", h.isa}, {"bytes", bench->bytes()}, {"rates", data}, {"read_fraction", frac}});
+    return h;
+}
+
 // The GPU items; returns the ceilings measured. `no_gpu` is set to the reason there is none.
 std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, std::string& no_gpu) {
     std::vector<tt::GpuCeilings> out;
@@ -237,47 +298,79 @@ std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, st
     return out;
 }
 
+// The record to write: what this run measured, plus, from an older record of this machine, the
+// part this run did not measure (a GPU-less run keeps the GPU ceilings, and their date; a run that
+// skipped the host keeps the host's). `kept` says what was kept, for the report.
+tt::DoctorRecord merged_record(const std::vector<tt::GpuCeilings>& gpus, const std::optional<tt::HostCeilings>& host,
+                               const std::string& date, const std::string& record_path, std::string& kept) {
+    tt::DoctorRecord r;
+    r.date = date;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) r.hostname = name;
+    r.thintensor_version = THINTENSOR_VERSION;
+    r.gpus = gpus;
+    r.host = host;
+    const auto old = tt::load_doctor_record(record_path);
+    if (!old || old->hostname != r.hostname) return r;
+    if (gpus.empty() && !old->gpus.empty()) {
+        r.gpus = old->gpus;
+        r.date = old->date;
+        kept = fmt::format("GPU ceilings of {} kept", old->date);
+    }
+    if (!host && old->host) {
+        r.host = old->host;
+        kept += fmt::format("{}host figures of {} kept", kept.empty() ? "" : ", ", old->host->date);
+    }
+    return r;
+}
+
 int run(const Opts& o) {
+    // One date for everything this run measures: a record whose GPU and host parts carry the same
+    // date was measured in one run (the planner's source line says so).
+    const std::string date = tt::format_utc_iso8601();
     tt::DoctorReport rep;
     std::string no_gpu;
-    const std::vector<tt::GpuCeilings> gpus = check_gpus(rep, o, no_gpu);
+    std::vector<tt::GpuCeilings> gpus;
+    if (o.host_only) no_gpu = "not checked (--host-only)";
+    else gpus = check_gpus(rep, o, no_gpu);
 
     rep.items.push_back(tt::check_host());
+    const std::optional<tt::HostCeilings> host = check_host_rates(rep, o.host_test_mib << 20, date);
     rep.items.push_back(tt::check_memlock());
     const std::string home = tt::thintensor_home();
-    tt::log::info("doctor: disk read test in {}", home);
-    for (auto& it : tt::check_model_cache(home, o.cache_test_mib << 20)) {
-        if (o.cache_test_mib == 0 && it.name == "read speed") {
-            it.status = CheckStatus::warn;  // skipped on request: not a fault
-            it.value = "skipped (--cache-test-mib 0)";
+    if (!o.host_only) {
+        tt::log::info("doctor: disk read test in {}", home);
+        for (auto& it : tt::check_model_cache(home, o.cache_test_mib << 20)) {
+            if (o.cache_test_mib == 0 && it.name == "read speed") {
+                it.status = CheckStatus::warn;  // skipped on request: not a fault
+                it.value = "skipped (--cache-test-mib 0)";
+            }
+            rep.items.push_back(std::move(it));
         }
-        rep.items.push_back(std::move(it));
+        const std::string python = o.python.empty() ? tt::default_python() : o.python;
+        tt::log::info("doctor: asking {} for torch and transformers", python);
+        rep.items.push_back(tt::check_python(python, o.python_timeout_s));
     }
-    const std::string python = o.python.empty() ? tt::default_python() : o.python;
-    tt::log::info("doctor: asking {} for torch and transformers", python);
-    rep.items.push_back(tt::check_python(python, o.python_timeout_s));
 
-    // The record: only measured ceilings are stored, so an older record survives a GPU-less run.
+    // The record: only measured ceilings are stored, so an older record's GPU part survives a GPU-less run.
     const std::string record_path = tt::doctor_record_path();
     bool written = false;
-    if (gpus.empty()) {
-        rep.add("record", "doctor.json", fmt::format("not written: no GPU was measured ({} kept as it is)", record_path),
+    if (gpus.empty() && !host) {
+        rep.add("record", "doctor.json", fmt::format("not written: nothing was measured ({} kept as it is)", record_path),
                 CheckStatus::warn, {{"path", record_path}, {"written", false}});
     } else if (o.no_record) {
         rep.add("record", "doctor.json", "not written (--no-record)", CheckStatus::ok,
                 {{"path", record_path}, {"written", false}});
     } else {
-        tt::DoctorRecord r;
-        r.date = tt::format_utc_iso8601();
-        char host[256] = {};
-        if (gethostname(host, sizeof host - 1) == 0) r.hostname = host;
-        r.thintensor_version = THINTENSOR_VERSION;
-        r.gpus = gpus;
+        std::string kept;
+        const tt::DoctorRecord r = merged_record(gpus, host, date, record_path, kept);
+        const char* what = gpus.empty() ? "host figures" : host ? "GPU and host ceilings" : "GPU ceilings";
         try {
             tt::save_doctor_record(r, record_path);
             written = true;
-            rep.add("record", "doctor.json", fmt::format("measured ceilings written to {}", record_path), CheckStatus::ok,
-                    {{"path", record_path}, {"written", true}});
+            rep.add("record", "doctor.json",
+                    fmt::format("measured {} written to {}{}", what, record_path, kept.empty() ? "" : " (" + kept + ")"),
+                    CheckStatus::ok, {{"path", record_path}, {"written", true}, {"kept", kept}});
         } catch (const tt::Error& e) {
             rep.add("record", "doctor.json", e.what(), CheckStatus::fail, {{"path", record_path}, {"written", false}});
         }
@@ -291,12 +384,14 @@ int run(const Opts& o) {
         tt::DoctorRecord measured_now;  // the same per-GPU objects as doctor.json
         measured_now.gpus = gpus;
         j["gpus"] = tt::doctor_record_to_json(measured_now)["gpus"];
+        j["host"] = host ? tt::host_ceilings_to_json(*host) : json(nullptr);
+        j["host_only"] = o.host_only;
         j["record_path"] = record_path;
         j["record_written"] = written;
         fmt::print("{}\n", j.dump(2));
     } else {
         fmt::print("{}", rep.table());
-        if (!no_gpu.empty()) fmt::print("no CUDA GPU: {}\n", no_gpu);
+        if (!no_gpu.empty() && !o.host_only) fmt::print("no CUDA GPU: {}\n", no_gpu);
     }
     if (o.strict && !rep.strict_ok()) {
         std::fflush(stdout);
@@ -310,7 +405,7 @@ int run(const Opts& o) {
 }  // namespace
 
 static tt::cli::Registration reg(
-    "doctor", "Check the GPU, driver, bandwidths, kernels, disk and python; record the measured ceilings", 90,
+    "doctor", "Check the GPU, driver, bandwidths, kernels, host memory and GEMV, disk and python; record the measured ceilings", 90,
     [](CLI::App& sub) -> tt::cli::RunFn {
         auto o = std::make_shared<Opts>();
         sub.add_flag("--strict", o->strict, "Exit 1 when any item failed or is missing (no GPU included)");
@@ -325,6 +420,13 @@ static tt::cli::Registration reg(
             ->check(tt::cli::positive_number());
         sub.add_flag("--all-kernels", o->all_kernels,
                      "Run every case of the kernel table (the sweep tests/gpu runs, a few seconds) instead of the quick ones");
+        sub.add_option("--host-test-mib", o->host_test_mib,
+                       "Size of the host memory-read and GEMV buffer in MiB, 0 skips them "
+                       "(default: 512, or twice the last-level cache up to 1024)")
+            ->capture_default_str()
+            ->check(CLI::Range(uint64_t(0), uint64_t(16) << 10));
+        sub.add_flag("--host-only", o->host_only,
+                     "Measure the host alone (memory read, CPU GEMV by threads): no GPU, model-cache or python checks");
         sub.add_flag("--no-record", o->no_record, "Do not write the measured ceilings to $THINTENSOR_HOME/doctor.json");
         return [o]() -> int { return run(*o); };
     });

@@ -1,7 +1,9 @@
-// thintensor plan MODEL: where the fit planner puts each layer for a VRAM budget (resident or
-// streamed over PCIe), what VRAM and pinned RAM hold, the bytes per token over each link and the
-// predicted speed, before loading anything. The CUDA backend runs the same planner on the same
-// inputs (src/backends/cuda/cuda_plan.h) and prints the plan's summary line when it loads.
+// thintensor plan MODEL: where the fit planner puts each layer for a VRAM budget (resident,
+// streamed over PCIe, or computed on the CPU with --threads threads), what VRAM and pinned RAM
+// hold, the bytes per token over each link and the predicted speed, before loading anything. The
+// CUDA backend runs the same planner on the same inputs (src/backends/cuda/cuda_plan.h) and
+// prints the plan's summary line when it loads.
+#include "backends/host/host_plan.h"
 #include "cli/command.h"
 #include "cli/model_args.h"
 #include "core/byte_size.h"
@@ -10,6 +12,7 @@
 #include "core/progress.h"
 #include "format/archive.h"
 #include "model/archive_spec.h"
+#include "runtime/doctor.h"
 #include "runtime/model_source.h"
 #include "runtime/plan.h"
 
@@ -42,6 +45,7 @@ int run(const Opts& o) {
     const int context = o.model.context > 0 ? o.model.context : std::min(spec.max_context, k_default_context);
     BackendOptions bo;
     bo.context = context;
+    bo.n_threads = o.model.threads;  // the CPU's GEMV rate for layers on the CPU depends on it
     bo.profile = parse_profile(o.model.profile);
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
@@ -63,6 +67,10 @@ int run(const Opts& o) {
         in.cpu_layers = bo.cpu_layers;
         in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");
         in.ram_available = host_available_ram();
+        // The GPU is not here, but the CPU is: its figures come from doctor.json or are measured now.
+        const auto record = load_doctor_record();
+        const host::HostRatesSource cpu = host::fill_host_bandwidths(in.bw, record ? &*record : nullptr, bo.n_threads, true);
+        in.bw.source = fmt::format("assumed defaults (--device-memory: a GPU that is not here); {}", cpu.text);
         gpu = fmt::format("a GPU with {} (--device-memory)", format_bytes(double(in.device_total)));
     } else {
 #ifdef THINTENSOR_HAVE_CUDA

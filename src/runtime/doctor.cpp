@@ -1,6 +1,7 @@
 // The CPU-side checks of `thintensor doctor`, the report table / JSON, and the doctor.json record
-// of measured GPU ceilings (see doctor.h). Every check returns an item rather than throwing: the
-// doctor's job is to report everything that is wrong in one run, not to stop at the first fault.
+// of measured GPU and host ceilings (see doctor.h). Every check returns an item rather than
+// throwing: the doctor's job is to report everything that is wrong in one run, not to stop at the
+// first fault.
 #include "runtime/doctor.h"
 
 #include "core/error.h"
@@ -105,22 +106,28 @@ json DoctorReport::to_json() const {
 // ---------------------------------------------------------------------------------------------
 // Host and pinned-memory limit
 
-CheckItem check_host() {
-    CheckItem it{"host", "cpu + memory", "", CheckStatus::ok, json::object()};
-    std::string model = "unknown CPU";
+std::string cpu_model_name() {
     try {
         const std::string info = read_file("/proc/cpuinfo");
         const size_t at = info.find("model name");
         if (at != std::string::npos) {
             const size_t colon = info.find(':', at), nl = info.find('\n', at);
             if (colon != std::string::npos && colon < nl) {
-                model = info.substr(colon + 1, nl - colon - 1);
+                std::string model = info.substr(colon + 1, nl - colon - 1);
                 model.erase(0, model.find_first_not_of(" \t"));
+                model.erase(model.find_last_not_of(" \t") + 1);
+                if (!model.empty()) return model;
             }
         }
     } catch (const Error&) {
         // not Linux /proc: the model stays unknown
     }
+    return "unknown CPU";
+}
+
+CheckItem check_host() {
+    CheckItem it{"host", "cpu + memory", "", CheckStatus::ok, json::object()};
+    const std::string model = cpu_model_name();
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const uint64_t ram = physical_ram_bytes();
     it.data = {{"cpu", model}, {"cores", cores}, {"ram_bytes", ram}};
@@ -452,7 +459,30 @@ const GpuCeilings* DoctorRecord::gpu(int device) const {
     return nullptr;
 }
 
+double HostCeilings::gemv_gbs_at(int n_threads) const {
+    if (gemv.empty()) return 0;
+    const double n = n_threads > 0 ? n_threads : threads > 0 ? threads : gemv.back().threads;
+    if (n <= gemv.front().threads) return gemv.front().gemv_gbs * n / std::max(1, gemv.front().threads);
+    for (size_t i = 1; i < gemv.size(); ++i) {
+        const HostGemvRate &a = gemv[i - 1], &b = gemv[i];
+        if (n <= b.threads) return a.gemv_gbs + (b.gemv_gbs - a.gemv_gbs) * (n - a.threads) / (b.threads - a.threads);
+    }
+    return gemv.back().gemv_gbs;
+}
+
 std::string doctor_record_path() { return (fs::path(thintensor_home()) / "doctor.json").string(); }
+
+json host_ceilings_to_json(const HostCeilings& h) {
+    json rates = json::array();
+    for (const auto& g : h.gemv) rates.push_back({{"threads", g.threads}, {"gemv_gbs", g.gemv_gbs}});
+    return {{"date", h.date},
+            {"cpu", h.cpu},
+            {"threads", h.threads},
+            {"isa", h.isa},
+            {"gemv_dtype", h.gemv_dtype},
+            {"read_gbs", h.read_gbs},
+            {"gemv", rates}};
+}
 
 json doctor_record_to_json(const DoctorRecord& r) {
     json j;
@@ -470,6 +500,7 @@ json doctor_record_to_json(const DoctorRecord& r) {
                              {"h2d_pageable_gbs", g.h2d_pageable_gbs},
                              {"d2h_gbs", g.d2h_gbs},
                              {"gemm_bf16_tflops", g.gemm_bf16_tflops}});
+    if (r.host) j["host"] = host_ceilings_to_json(*r.host);
     return j;
 }
 
@@ -490,6 +521,37 @@ double get_number(const json& j, const char* key, const std::string& where) {
     const double d = v.get<double>();
     if (!(d >= 0) || !std::isfinite(d)) fail("{}: field '{}' is {} (expected a finite number >= 0)", where, key, d);
     return d;
+}
+// A whole number >= `least` (thread counts).
+int get_count(const json& j, const char* key, const std::string& where, int least) {
+    const double d = get_number(j, key, where);
+    if (d != std::floor(d) || d < least || d > 1e6)
+        fail("{}: field '{}' is {} (expected a whole number >= {})", where, key, d, least);
+    return int(d);
+}
+
+HostCeilings host_from_json(const json& h, const std::string& where) {
+    if (!h.is_object()) fail("{}: not an object", where);
+    HostCeilings c;
+    c.date = get_string(h, "date", where);
+    c.cpu = get_string(h, "cpu", where);
+    c.threads = get_count(h, "threads", where, 1);
+    c.isa = h.contains("isa") ? get_string(h, "isa", where) : "";
+    c.gemv_dtype = h.contains("gemv_dtype") ? get_string(h, "gemv_dtype", where) : "bf16";
+    c.read_gbs = get_number(h, "read_gbs", where);
+    const json& rates = field(h, "gemv", where);
+    if (!rates.is_array()) fail("{}: field 'gemv' is not an array", where);
+    for (size_t i = 0; i < rates.size(); ++i) {
+        const std::string at = fmt::format("{}.gemv[{}]", where, i);
+        HostGemvRate g;
+        g.threads = get_count(rates[i], "threads", at, 1);
+        g.gemv_gbs = get_number(rates[i], "gemv_gbs", at);
+        c.gemv.push_back(g);
+    }
+    std::sort(c.gemv.begin(), c.gemv.end(), [](const HostGemvRate& a, const HostGemvRate& b) { return a.threads < b.threads; });
+    for (size_t i = 1; i < c.gemv.size(); ++i)
+        if (c.gemv[i].threads == c.gemv[i - 1].threads) fail("{}: field 'gemv' lists {} threads twice", where, c.gemv[i].threads);
+    return c;
 }
 
 }  // namespace
@@ -520,6 +582,7 @@ DoctorRecord doctor_record_from_json(const json& j, const std::string& origin) {
         c.gemm_bf16_tflops = get_number(g, "gemm_bf16_tflops", where);
         r.gpus.push_back(std::move(c));
     }
+    if (j.contains("host") && !j["host"].is_null()) r.host = host_from_json(j["host"], origin + ": host");
     return r;
 }
 

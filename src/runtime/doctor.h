@@ -1,5 +1,5 @@
 // `thintensor doctor`: the report of what this machine can do for inference, and the record of the
-// GPU's measured ceilings that the planner and the benchmarks read back. This layer holds the
+// GPU's and the host's measured ceilings that the planner and the benchmarks read back. This layer holds the
 // CPU-side checks (pinned-memory limit, model cache disk, python3 with torch + transformers) and the
 // report itself; the GPU items are measured in src/backends/cuda and added by the CLI, so that this
 // file compiles without the CUDA toolkit.
@@ -44,6 +44,9 @@ struct DoctorReport {
 
 // CPU model, cores and RAM (informational).
 CheckItem check_host();
+// The CPU's model name from /proc/cpuinfo ("Intel(R) Xeon(R) Platinum 8480+"); "unknown CPU" when
+// it cannot be read. The record's host part is trusted only on a CPU of the same name.
+std::string cpu_model_name();
 
 // RLIMIT_MEMLOCK (how much memory this process may lock): ok when unlimited or at least half the
 // machine's RAM, warn otherwise (mlock of streamed weights would be capped).
@@ -77,12 +80,38 @@ struct GpuCeilings {
     double gemm_bf16_tflops = 0;   // cuBLAS bf16 GEMM 8192^3, f32 accumulate
 };
 
+// The host GEMV's rate with one thread count.
+struct HostGemvRate {
+    int threads = 0;
+    double gemv_gbs = 0;  // weight bytes per second / 1e9
+};
+
+// The CPU side, for decode layers the planner computes on the CPU (issue #16), measured by
+// src/backends/host/measure.h over buffers larger than the last-level cache (DRAM, not cache).
+struct HostCeilings {
+    std::string date;             // UTC, ISO 8601, when these were measured
+    std::string cpu;              // cpu_model_name() of the machine measured
+    int threads = 0;              // its hardware threads
+    std::string isa;              // the GEMV kernels used: "avx512", "avx2", "scalar" (host::isa_name)
+    std::string gemv_dtype = "bf16";
+    double read_gbs = 0;          // memory read bandwidth, every hardware thread summing its share
+    std::vector<HostGemvRate> gemv;  // host::gemv over a bf16 matrix, ascending thread counts (1, 2, 4, ..., threads)
+
+    // The GEMV rate with n_threads threads (<= 0: all `threads`): linear between the measured
+    // counts, proportional to the threads below the smallest, the largest's above it (more threads
+    // than cores do not add bandwidth); 0 when nothing was measured.
+    double gemv_gbs_at(int n_threads) const;
+};
+
 struct DoctorRecord {
+    // note: the host part is optional within version 1, so records written before it still load
+    // and older builds (which read fields by name) still read the GPU part of newer records.
     static constexpr int k_version = 1;
-    std::string date;              // UTC, ISO 8601: "2025-01-31T12:00:00Z"
+    std::string date;              // UTC, ISO 8601: "2025-01-31T12:00:00Z", when the GPU ceilings were measured
     std::string hostname;
     std::string thintensor_version;
     std::vector<GpuCeilings> gpus;  // one per CUDA device index measured
+    std::optional<HostCeilings> host;  // absent in records written before it, or when not measured
 
     // The ceilings measured for CUDA device `device`, or null.
     const GpuCeilings* gpu(int device) const;
@@ -91,6 +120,7 @@ struct DoctorRecord {
 // $THINTENSOR_HOME/doctor.json (see tt::thintensor_home()).
 std::string doctor_record_path();
 nlohmann::json doctor_record_to_json(const DoctorRecord& r);
+nlohmann::json host_ceilings_to_json(const HostCeilings& h);  // the record's "host" object
 // Throws tt::Error naming `origin` and the field at fault on a malformed or other-version record.
 DoctorRecord doctor_record_from_json(const nlohmann::json& j, const std::string& origin);
 // Writes atomically (temp file + rename), creating the directory.

@@ -3,14 +3,23 @@
 # resident when it fits; at the minimum working set the last layers stream and the embedding moves
 # to host memory, with the bytes over PCIe equal to the streamed blocks' sizes; one byte less is a
 # clear error naming the minimum; a budget above the GPU is clamped with a warning; a RAM budget
-# too small to register the streamed blocks reads them from disk and says so. The CPU backend
-# warns that --vram-budget does not apply.
+# too small to register the streamed blocks reads them from disk and says so. The CPU's figures
+# come from doctor.json's host part, or are measured on the spot. The CPU backend warns that
+# --vram-budget does not apply.
 set -uo pipefail
 source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['plan']; print($2)" "$1"; }
 TT="$THINTENSOR"
 "$TT" -q convert "$S/fixtures/hf-tiny/llama" -o "$tmp/ts.thin" --dtype f32  # untied: the embedding can leave VRAM
 P=(plan "$tmp/ts.thin" --device-memory 8GiB --context 64)
+
+# The CPU's figures for the planner (layers on the CPU): measured on the spot without a record,
+# then read back from the record `doctor` writes (so the runs below do not measure again).
+"$TT" "${P[@]}" --threads 1 --json >"$tmp/cpu.json"
+check "no record: CPU measured now" [ "$(json "$tmp/cpu.json" "j['bandwidths']['source'].endswith('; CPU measured now')")" = True ]
+"$TT" -q doctor --host-only --host-test-mib 16 >/dev/null
+"$TT" "${P[@]}" --json >"$tmp/cpu.json"
+check "record: CPU from doctor.json" [ "$(json "$tmp/cpu.json" "'; CPU from doctor.json of ' in j['bandwidths']['source'] and j['bandwidths']['source'].startswith('assumed defaults')")" = True ]
 
 "$TT" "${P[@]}" --ram-budget 1GiB --json >"$tmp/all.json"
 check "fits: every layer resident" [ "$(json "$tmp/all.json" "j['n_resident_layers'] == j['n_layers'] and not j['stream_order'] and j['pcie_bytes_per_token'] == 0")" = True ]

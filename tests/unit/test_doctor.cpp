@@ -1,5 +1,6 @@
 // The CPU side of `thintensor doctor` (src/runtime/doctor.h): the report and its --strict rule, the
-// doctor.json record (round trip, malformed records), the pinned-memory limit against setrlimit, the
+// doctor.json record (round trip, malformed records, the host part, records from before it, the
+// host GEMV rate between measured thread counts), the pinned-memory limit against setrlimit, the
 // model-cache check against std::filesystem::space, and the python probe against scripted
 // interpreters (versions, import errors, crashes, hangs) and the real python3 when there is one.
 #include "core/progress.h"
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -60,6 +62,17 @@ GpuCeilings sample_gpu(int device) {
     g.d2h_gbs = 54.75;
     g.gemm_bf16_tflops = 781.0;
     return g;
+}
+
+HostCeilings sample_host() {
+    HostCeilings h;
+    h.date = "2025-01-31T12:00:05Z";
+    h.cpu = "Intel(R) Xeon(R) Platinum 8480+";
+    h.threads = 16;
+    h.isa = "avx512";
+    h.read_gbs = 61.5;
+    h.gemv = {{1, 11.0}, {2, 20.0}, {4, 34.0}, {8, 48.0}, {16, 52.0}};
+    return h;
 }
 
 }  // namespace
@@ -130,6 +143,145 @@ TEST(Doctor, RecordRoundTripThroughTheFile) {
     EXPECT_EQ(j["gpus"][0]["gemm_bf16_tflops"], 781.0);
     EXPECT_EQ(format_utc_iso8601().size(), 20u);
     EXPECT_EQ(format_utc_iso8601(0), "1970-01-01T00:00:00Z");
+}
+
+TEST(Doctor, HostPartRoundTripsThroughTheFile) {
+    TempDir d;
+    DoctorRecord r;
+    r.date = "2025-01-31T12:00:00Z";
+    r.gpus = {sample_gpu(0)};
+    r.host = sample_host();
+    const std::string path = (d.path / "doctor.json").string();
+    save_doctor_record(r, path);
+    const auto back = load_doctor_record(path);
+    ASSERT_TRUE(back.has_value());
+    ASSERT_TRUE(back->host.has_value());
+    const HostCeilings& h = *back->host;
+    EXPECT_EQ(h.date, "2025-01-31T12:00:05Z");
+    EXPECT_EQ(h.cpu, "Intel(R) Xeon(R) Platinum 8480+");
+    EXPECT_EQ(h.threads, 16);
+    EXPECT_EQ(h.isa, "avx512");
+    EXPECT_EQ(h.gemv_dtype, "bf16");
+    EXPECT_DOUBLE_EQ(h.read_gbs, 61.5);
+    ASSERT_EQ(h.gemv.size(), 5u);
+    EXPECT_EQ(h.gemv[3].threads, 8);
+    EXPECT_DOUBLE_EQ(h.gemv[3].gemv_gbs, 48.0);
+    ASSERT_NE(back->gpu(0), nullptr);  // the GPU part beside it is unchanged
+    EXPECT_DOUBLE_EQ(back->gpu(0)->d2d_gbs, 4301.5);
+    // The documented JSON (docs/DOCTOR.md): still version 1, a "host" object with the rates as a list.
+    const json j = json::parse(read_file(path));
+    EXPECT_EQ(j["version"], 1);
+    EXPECT_EQ(j["host"]["read_gbs"], 61.5);
+    EXPECT_EQ(j["host"]["gemv"][0], json({{"threads", 1}, {"gemv_gbs", 11.0}}));
+    EXPECT_EQ(j["host"], host_ceilings_to_json(sample_host()));
+
+    // A CPU-only record: no GPU, the host part alone.
+    r.gpus.clear();
+    const DoctorRecord cpu_only = doctor_record_from_json(doctor_record_to_json(r), "cpu-only.json");
+    EXPECT_TRUE(cpu_only.gpus.empty());
+    ASSERT_TRUE(cpu_only.host.has_value());
+    EXPECT_EQ(cpu_only.host->gemv.size(), 5u);
+}
+
+TEST(Doctor, RecordsWithoutAHostPartStillLoad) {
+    // A record as the build before the host part wrote it (docs/DOCTOR.md's example, verbatim).
+    const json old = json::parse(R"({
+      "version": 1, "date": "2025-01-31T12:00:00Z", "hostname": "gpu-host", "thintensor_version": "0.1.0",
+      "gpus": [{"device": 0, "name": "NVIDIA H200", "pci_bus_id": "00000000:19:00.0", "d2d_gbs": 4300.0,
+                "h2d_pinned_gbs": 53.0, "h2d_pageable_gbs": 20.0, "d2h_gbs": 54.0, "gemm_bf16_tflops": 780.0}]})");
+    const DoctorRecord r = doctor_record_from_json(old, "old.json");
+    EXPECT_FALSE(r.host.has_value());
+    ASSERT_NE(r.gpu(0), nullptr);
+    EXPECT_DOUBLE_EQ(r.gpu(0)->h2d_pinned_gbs, 53.0);
+    EXPECT_FALSE(doctor_record_to_json(r).contains("host"));  // and writes back as it was
+    json null_host = old;
+    null_host["host"] = nullptr;
+    EXPECT_FALSE(doctor_record_from_json(null_host, "old.json").host.has_value());
+    // Optional fields of the host part: isa and gemv_dtype.
+    json minimal = old;
+    minimal["host"] = {{"date", "d"}, {"cpu", "c"}, {"threads", 2}, {"read_gbs", 9.5},
+                       {"gemv", json::array({{{"threads", 1}, {"gemv_gbs", 4.0}}})}};
+    const DoctorRecord m = doctor_record_from_json(minimal, "min.json");
+    ASSERT_TRUE(m.host.has_value());
+    EXPECT_EQ(m.host->isa, "");
+    EXPECT_EQ(m.host->gemv_dtype, "bf16");
+}
+
+TEST(Doctor, MalformedHostPartsNameTheField) {
+    DoctorRecord r;
+    r.date = "2025-01-31T12:00:00Z";
+    r.host = sample_host();
+    const json good = doctor_record_to_json(r);
+    auto expect_error = [](const json& j, const std::string& needle) {
+        try {
+            doctor_record_from_json(j, "rec.json");
+            ADD_FAILURE() << "accepted a record with " << needle;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    json j = good;
+    j["host"].erase("read_gbs");
+    expect_error(j, "rec.json: host: field 'read_gbs' missing");
+    j = good;
+    j["host"]["threads"] = 0;
+    expect_error(j, "host: field 'threads' is 0 (expected a whole number >= 1)");
+    j = good;
+    j["host"]["gemv"][2]["threads"] = 2.5;
+    expect_error(j, "host.gemv[2]: field 'threads' is 2.5");
+    j = good;
+    j["host"]["gemv"][1]["gemv_gbs"] = "fast";
+    expect_error(j, "host.gemv[1]: field 'gemv_gbs' is not a number");
+    j = good;
+    j["host"]["gemv"][1]["threads"] = 1;
+    expect_error(j, "lists 1 threads twice");
+    j = good;
+    j["host"]["gemv"] = 3;
+    expect_error(j, "host: field 'gemv' is not an array");
+    j = good;
+    j["host"] = "fast";
+    expect_error(j, "host: not an object");
+}
+
+TEST(Doctor, HostGemvRateInterpolatesBetweenMeasuredThreadCounts) {
+    HostCeilings h = sample_host();  // 1: 11, 2: 20, 4: 34, 8: 48, 16: 52 GB/s
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(1), 11.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(4), 34.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(3), 27.0);     // halfway between 2 and 4
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(6), 41.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(12), 50.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(16), 52.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(64), 52.0);    // more threads than cores: the largest count's rate
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(0), 52.0);     // 0 = every hardware thread (16)
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(-1), 52.0);
+    // Below the smallest count measured: proportional to the threads.
+    h.gemv = {{2, 20.0}, {4, 34.0}};
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(1), 10.0);
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(0), 34.0);     // all 16 threads: clamped to the 4 measured
+    // Loading sorts the counts, so a hand-edited record in any order interpolates the same.
+    DoctorRecord r;
+    r.date = "d";
+    r.host = sample_host();
+    std::reverse(r.host->gemv.begin(), r.host->gemv.end());
+    const DoctorRecord back = doctor_record_from_json(doctor_record_to_json(r), "rec.json");
+    EXPECT_DOUBLE_EQ(back.host->gemv_gbs_at(3), 27.0);
+    EXPECT_EQ(back.host->gemv.front().threads, 1);
+    h.gemv.clear();
+    EXPECT_DOUBLE_EQ(h.gemv_gbs_at(4), 0.0);      // nothing measured
+}
+
+TEST(Doctor, CpuModelNameIsTheFirstOfProcCpuinfo) {
+    const std::string name = cpu_model_name();
+    EXPECT_FALSE(name.empty());
+    EXPECT_NE(name.front(), ' ');
+    EXPECT_NE(name.back(), ' ');
+    std::ifstream info("/proc/cpuinfo");
+    if (!info) GTEST_SKIP() << "no /proc/cpuinfo";
+    for (std::string line; std::getline(info, line);)
+        if (line.rfind("model name", 0) == 0) {
+            EXPECT_NE(line.find(name), std::string::npos) << line;
+            break;
+        }
 }
 
 TEST(Doctor, RecordDefaultPathFollowsThintensorHome) {

@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/measure.h"
+#include "backends/host/host_plan.h"
 #include "core/error.h"
 #include "runtime/doctor.h"
 
@@ -10,25 +11,32 @@
 
 namespace tt::cuda {
 
-Bandwidths device_bandwidths(int device, bool measure) {
+Bandwidths device_bandwidths(int device, bool measure, int n_threads) {
     Bandwidths bw;
     const auto devices = list_devices();
     TT_ASSERT(device >= 0 && device < int(devices.size()));
     const auto record = load_doctor_record();
     const GpuCeilings* g = record ? record->gpu(device) : nullptr;
+    const host::HostRatesSource cpu = host::fill_host_bandwidths(bw, record ? &*record : nullptr, n_threads, measure);
     if (g && g->name == devices[size_t(device)].name && g->h2d_pinned_gbs > 0 && g->d2d_gbs > 0 && g->gemm_bf16_tflops > 0) {
         bw.h2d_pinned_gbs = g->h2d_pinned_gbs;
         bw.device_gbs = g->d2d_gbs;
         bw.gemm_tflops = g->gemm_bf16_tflops;
-        bw.source = fmt::format("doctor.json of {}; disk and host copy assumed", record->date);
+        // One date when the GPU and the CPU figures were measured in the same doctor run.
+        const bool same_run = cpu.from == host::RatesFrom::record && record->host->date == record->date;
+        bw.source = same_run ? fmt::format("doctor.json of {} (GPU and CPU); disk and host copy assumed", record->date)
+                             : fmt::format("doctor.json of {}; {}; disk and host copy assumed", record->date, cpu.text);
     } else if (measure) {
         // A quick measurement beats a guess: about a second, and the prediction depends on it.
         bw.h2d_pinned_gbs = measure_h2d_gbs(device, true, size_t(256) << 20);
         bw.device_gbs = measure_d2d_gbs(device, size_t(512) << 20);
         bw.gemm_tflops = measure_gemm_tflops(device, 4096);
-        bw.source = "measured now (no doctor.json record of this GPU: `thintensor doctor` stores one); disk and host copy assumed";
+        bw.source = fmt::format("measured now (no doctor.json record of this GPU: `thintensor doctor` stores one); {}; "
+                                "disk and host copy assumed",
+                                cpu.text);
     } else {
-        bw.source = "assumed defaults (no doctor.json record of this GPU: `thintensor doctor` stores one)";
+        bw.source = fmt::format("assumed defaults (no doctor.json record of this GPU: `thintensor doctor` stores one); {}",
+                                cpu.text);
     }
     return bw;
 }
@@ -59,7 +67,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     in.device_total = total_b;
     in.ram_available = host_available_ram();
     in.can_register = can_register && can_register_read_only(device);
-    in.bw = device_bandwidths(device, measure);
+    in.bw = device_bandwidths(device, measure, opt.n_threads);
     return in;
 }
 

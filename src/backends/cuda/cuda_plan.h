@@ -1,6 +1,7 @@
-// The hardware side of the fit planner for a CUDA device: its memory now and the link speeds,
-// from doctor.json when it has a record of this GPU, else measured now (a second or so). Shared by
-// the CUDA backend and `thintensor plan`, so both print the same plan. Host-only header.
+// The hardware side of the fit planner for a CUDA device: its memory now and the link speeds (and
+// the host's, for layers on the CPU), from doctor.json when it has a record of this GPU, else
+// measured now (a second or so). Shared by the CUDA backend and `thintensor plan`, so both print
+// the same plan. Host-only header.
 #pragma once
 
 #include "runtime/backend.h"
@@ -10,8 +11,11 @@ namespace tt::cuda {
 
 // Bandwidths of CUDA device `device`: doctor.json's record when it names this GPU, else measured
 // now (h2d pinned, device copy, bf16 GEMM; about a second) when `measure`, else plan.h's assumed
-// defaults. Disk and host-copy speeds are always assumed (see plan.h).
-Bandwidths device_bandwidths(int device, bool measure);
+// defaults. The CPU side (host read, host GEMV with n_threads threads, 0 = every hardware thread)
+// the same way on its own (host/host_plan.h): a record may hold one part and not the other.
+// Disk and host-copy speeds are always assumed (see plan.h); bw.source says which part came from
+// where.
+Bandwidths device_bandwidths(int device, bool measure, int n_threads);
 // True when `bw` came from neither doctor.json nor a measurement.
 bool bandwidths_assumed(const Bandwidths& bw);
 

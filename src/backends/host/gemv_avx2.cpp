@@ -27,6 +27,26 @@ struct Avx2 {
 };
 }  // namespace
 
+uint64_t sum_blocks_avx2(const uint8_t* p, size_t n_blocks) {
+    const __m256i* v = reinterpret_cast<const __m256i*>(p);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t i = 0; i < n_blocks; ++i, v += 8) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(v));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(v + 1));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(v + 2));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(v + 3));
+        a4 = _mm256_add_epi64(a4, _mm256_load_si256(v + 4));
+        a5 = _mm256_add_epi64(a5, _mm256_load_si256(v + 5));
+        a6 = _mm256_add_epi64(a6, _mm256_load_si256(v + 6));
+        a7 = _mm256_add_epi64(a7, _mm256_load_si256(v + 7));
+    }
+    const __m256i s = _mm256_add_epi64(_mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)),
+                                       _mm256_add_epi64(_mm256_add_epi64(a4, a5), _mm256_add_epi64(a6, a7)));
+    alignas(32) uint64_t w[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(w), s);
+    return w[0] ^ w[1] ^ w[2] ^ w[3];
+}
+
 void rows_avx2(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
     rows_for<Avx2>(w, dt, cols, x, y, r0, r1, accumulate);
 }

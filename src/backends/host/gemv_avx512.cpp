@@ -27,6 +27,21 @@ struct Avx512 {
 };
 }  // namespace
 
+uint64_t sum_blocks_avx512(const uint8_t* p, size_t n_blocks) {
+    const __m512i* v = reinterpret_cast<const __m512i*>(p);
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n_blocks; ++i, v += 4) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512(v));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512(v + 1));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512(v + 2));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512(v + 3));
+    }
+    // note: stored and folded by hand: GCC 12's _mm512_reduce_add_epi64 trips -Wuninitialized.
+    alignas(64) uint64_t w[8];
+    _mm512_store_si512(w, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    return w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5] ^ w[6] ^ w[7];
+}
+
 void rows_avx512(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
     rows_for<Avx512>(w, dt, cols, x, y, r0, r1, accumulate);
 }
