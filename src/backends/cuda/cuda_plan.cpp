@@ -41,7 +41,10 @@ Bandwidths device_bandwidths(int device, bool measure, int n_threads) {
     return bw;
 }
 
-bool bandwidths_assumed(const Bandwidths& bw) { return bw.source.rfind("assumed", 0) == 0; }
+bool bandwidths_assumed(const Bandwidths& bw) {
+    // The CPU figures count too: a streaming plan may put layers on the CPU.
+    return bw.source.rfind("assumed", 0) == 0 || bw.source.find("CPU assumed") != std::string::npos;
+}
 
 bool can_register_read_only(int device) {
     int v = 0;
