@@ -47,8 +47,9 @@ int run(const Opts& o) {
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
     if (bo.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", o.model.model);
-    if (o.model.device == "cpu")
-        fail("--device cpu: the planner places weights in GPU memory; the CPU backend reads them from the mapping in place");
+    if (o.model.device == "cpu" || o.model.device == "host")
+        fail("--device {}: the planner places weights in GPU memory; the {} backend reads them from the mapping in place",
+             o.model.device, o.model.device == "cpu" ? "CPU" : "host");
 
     PlanInput in;
     std::string gpu;
