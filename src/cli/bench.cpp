@@ -155,7 +155,7 @@ int run(Opts o) {
         if (peak <= 0) peak = cuda::measure_gemm_tflops(idx);
     }
 #endif
-    if (device == "cpu" && bw <= 0) {
+    if ((device == "cpu" || device == "host") && bw <= 0) {
         // Host memory: a large memcpy, bytes read plus written.
         const size_t n = size_t(256) << 20;
         std::vector<uint8_t> a(n, 1), b(n, 2);

@@ -57,7 +57,9 @@ uint64_t parse_seed(const std::string& v) {
 void add_model_args(CLI::App& sub, ModelArgs& a) {
     sub.add_option("MODEL", a.model,
                    ".thin archive, Hugging Face model directory, or Hub id ORG/NAME[:REV] (default: the embedded TinyStories-656K)");
-    sub.add_option("--device", a.device, "cpu, cuda or cuda:N (default: cuda when a GPU is available, else cpu)");
+    sub.add_option("--device", a.device,
+                   "cpu (the reference), host (the fast host decode path), cuda or cuda:N (default: cuda when a GPU is "
+                   "available, else cpu)");
     // -c/--ctx-size: llama.cpp's spelling of the same flag.
     sub.add_option("-c,--context,--ctx-size", a.context, "KV cache length in tokens, at least 1 (default: what the run needs)")
         ->check(int_at_least(1));
@@ -137,11 +139,11 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     bo.expert_slots = a.expert_slots;
     bo.cpu_layers = a.cpu_layers;
     if (a.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", a.model);
-    // The CUDA backend plans with these budgets and prints its plan; the CPU backend has no VRAM to
-    // budget and reads the weights from the mapping in place.
-    if (bo.device == "cpu" && (!a.vram_budget.empty() || !a.ram_budget.empty()))
-        log::warn("{} does not apply to the CPU backend (it reads the weights in place from the mapped archive); ignored",
-                  !a.vram_budget.empty() ? "--vram-budget" : "--ram-budget");
+    // The CUDA backend plans with these budgets and prints its plan; the CPU and host backends have
+    // no VRAM to budget and read the weights from the mapping in place.
+    if ((bo.device == "cpu" || bo.device == "host") && (!a.vram_budget.empty() || !a.ram_budget.empty()))
+        log::warn("{} does not apply to the {} backend (it reads the weights in place from the mapped archive); ignored",
+                  !a.vram_budget.empty() ? "--vram-budget" : "--ram-budget", bo.device == "cpu" ? "CPU" : "host");
     const auto t0 = std::chrono::steady_clock::now();
     backend = make_backend(*archive, bo);
     log::debug("backend {} ready in {:.3f} s", backend->describe(),

@@ -53,8 +53,9 @@ int run(const Opts& o) {
     bo.cpu_layers = o.model.cpu_layers;
     bo.n_threads = o.model.threads;
     if (bo.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", o.model.model);
-    if (o.model.device == "cpu")
-        fail("--device cpu: the planner places weights in GPU memory; the CPU backend reads them from the mapping in place");
+    if (o.model.device == "cpu" || o.model.device == "host")
+        fail("--device {}: the planner places weights in GPU memory; the {} backend reads them from the mapping in place",
+             o.model.device, o.model.device == "cpu" ? "CPU" : "host");
 
     PlanInput in;
     std::string gpu;

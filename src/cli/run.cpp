@@ -69,6 +69,7 @@ int run_transformers(const Opts& o, const std::string& model_dir, const std::str
 
     std::string device = o.model.device;
     if (device.empty()) device = default_device() == "cpu" ? "cpu" : "cuda";
+    if (device == "host") device = "cpu";  // transformers has one CPU device
     const auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
     const auto& s = o.sampling;
     nlohmann::json req = {{"mode", "generate"},

@@ -1,6 +1,7 @@
 #include "runtime/backend.h"
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/host/host_backend.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/sampler.h"
@@ -28,8 +29,9 @@ std::string default_device() {
 
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
+    if (opt.device == "host") return make_host_backend(archive, opt);
     const std::string family = opt.device.substr(0, opt.device.find(':'));
-    if (family != "cuda") fail("--device: unknown device '{}' (use cpu, cuda or cuda:N)", opt.device);
+    if (family != "cuda") fail("--device: unknown device '{}' (use cpu, host, cuda or cuda:N)", opt.device);
     for (const auto& f : factories()) {
         if (f.name != family) continue;
         std::string why;

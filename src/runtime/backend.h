@@ -42,7 +42,7 @@ class Backend {
 public:
     virtual ~Backend() = default;
 
-    // "cpu (2 threads)", "cuda:0 NVIDIA H200".
+    // "cpu (2 threads)", "host (16 threads, avx512)", "cuda:0 NVIDIA H200".
     virtual std::string describe() const = 0;
     // Maximum positions the KV cache holds.
     virtual int context_size() const = 0;
@@ -70,7 +70,7 @@ public:
 };
 
 struct BackendOptions {
-    std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
+    std::string device = "cpu";  // "cpu" (the reference), "host" (the host decode path), "cuda", "cuda:N"
     int context = 0;             // KV cache length; 0 = the model's max_context
     int n_threads = 0;           // CPU threads; 0 = all cores
     Profile profile = Profile::balanced;

@@ -14,6 +14,10 @@ want = json.load(open(sys.argv[2]))["bos_story_text"]
 sys.exit(0 if got == want + "\n" else 1)
 PY
 check "stops on EOS" grep -q "stop: eos" "$tmp/story.err"
+# The host decode path tells the same story, and --threads sizes its pool.
+"$THINTENSOR" -v run "$tmp/ts.thin" --prompt "" --temperature 0 --max-tokens 400 --device host --threads 3 >"$tmp/story.host.txt" 2>"$tmp/story.host.err"
+check "--device host: the same story" cmp -s "$tmp/story.txt" "$tmp/story.host.txt"
+check "--device host --threads 3: its backend" grep -q "backend host (3 threads, " "$tmp/story.host.err"
 "$THINTENSOR" run "$tmp/ts.thin" --prompt "Once" --temperature 0 --max-tokens 3 >/dev/null 2>"$tmp/dev.err"
 check "without --device it says which device it chose" grep -Eq "^device: (cpu|cuda)" "$tmp/dev.err"
 check "prints statistics" grep -q "prefill .* tok/s .* decode .* tok/s" "$tmp/story.err"

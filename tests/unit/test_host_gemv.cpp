@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <random>
+#include <tuple>
 #include <vector>
 
 using namespace tt;
@@ -84,4 +86,51 @@ TEST(HostGemv, MatchesTheReferenceOnEveryIsaAndDtype) {
 TEST(HostGemv, BestIsaIsSupported) {
     EXPECT_TRUE(host::isa_supported(host::best_isa()));
     EXPECT_TRUE(host::isa_supported(host::Isa::scalar));
+}
+
+TEST(HostGemv, StridedRowsMatchTheScalarSums) {
+    // Attention over one head's slice of a KV cache: rows kv_dim apart, head_dim wide, from an
+    // offset; dot_rows gives the scores, weighted_row_sum the values' weighted sum (added to y).
+    std::mt19937 rng(12);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    int checked = 0;
+    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512}) {
+        if (!host::isa_supported(isa)) continue;
+        for (DType dt : {DType::f32, DType::f16, DType::bf16})
+            for (auto [n_rows, cols, stride, offset] :
+                 {std::tuple<int64_t, int64_t, int64_t, int64_t>{0, 16, 32, 0}, {1, 16, 16, 0}, {5, 16, 64, 16}, {9, 32, 64, 32},
+                  {37, 64, 256, 128}, {3, 7, 21, 7}, {17, 100, 300, 200}, {130, 128, 1024, 896}, {6, 256, 512, 256}}) {
+                SCOPED_TRACE(::testing::Message() << host::isa_name(isa) << " " << dtype_name(dt) << " " << n_rows << "x" << cols
+                                                  << " stride " << stride << " +" << offset);
+                const Matrix m = random_matrix(rng, dt, std::max<int64_t>(n_rows, 1), stride);
+                const uint8_t* base = m.bytes.data() + size_t(offset) * dtype_size(dt);
+                std::vector<float> x(static_cast<size_t>(cols)), p(static_cast<size_t>(n_rows)), y0(static_cast<size_t>(cols));
+                for (auto& v : x) v = d(rng);
+                for (auto& v : p) v = std::fabs(d(rng));
+                for (auto& v : y0) v = d(rng);
+                std::vector<float> scores(static_cast<size_t>(n_rows) + 1, -7.0f), y = y0;
+                host::dot_rows(base, dt, n_rows, cols, stride, x.data(), scores.data(), isa);
+                host::weighted_row_sum(base, dt, n_rows, cols, stride, p.data(), y.data(), isa);
+                EXPECT_EQ(scores[size_t(n_rows)], -7.0f);  // nothing written past n_rows
+                std::vector<double> want_y(y0.begin(), y0.end()), mag_y(static_cast<size_t>(cols));
+                for (int64_t j = 0; j < n_rows; ++j) {
+                    std::vector<float> row(static_cast<size_t>(stride));
+                    cpu::read_row(m.view, j, row.data());
+                    double want = 0, mag = 0;
+                    for (int64_t c = 0; c < cols; ++c) {
+                        const double w = row[size_t(offset + c)];
+                        want += w * x[size_t(c)];
+                        mag += std::fabs(w * x[size_t(c)]);
+                        want_y[size_t(c)] += p[size_t(j)] * w;
+                        mag_y[size_t(c)] += std::fabs(p[size_t(j)] * w);
+                    }
+                    ASSERT_NEAR(scores[size_t(j)], want, 4e-6 * mag + 1e-30) << "row " << j;
+                }
+                for (int64_t c = 0; c < cols; ++c)
+                    ASSERT_NEAR(y[size_t(c)], want_y[size_t(c)], 4e-6 * (mag_y[size_t(c)] + std::fabs(y0[size_t(c)])) + 1e-30)
+                        << "col " << c;
+                ++checked;
+            }
+    }
+    EXPECT_GE(checked, 27);
 }

@@ -27,9 +27,8 @@ bool has_f16c() {
     return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
 }
 #endif
-}  // namespace
 
-bool isa_supported(Isa isa) {
+bool detect(Isa isa) {
 #if defined(__x86_64__)
     switch (isa) {
     case Isa::scalar: return true;
@@ -41,6 +40,14 @@ bool isa_supported(Isa isa) {
     return isa == Isa::scalar;
 #endif
 }
+}  // namespace
+
+bool isa_supported(Isa isa) {
+    // note: once per process: every kernel call asserts its ISA, and cpuid traps to the
+    // hypervisor in a VM (microseconds).
+    static const bool supported[3] = {detect(Isa::scalar), detect(Isa::avx2), detect(Isa::avx512)};
+    return supported[int(isa)];
+}
 
 Isa best_isa() {
     static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512 : isa_supported(Isa::avx2) ? Isa::avx2 : Isa::scalar;
@@ -48,29 +55,63 @@ Isa best_isa() {
 }
 
 namespace {
-void rows_scalar(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
-    const int64_t cols = w.shape[1];
-    const size_t es = dtype_size(w.dtype);
+float element(const uint8_t* p, DType dt) {
+    float v;
+    to_f32(p, dt, &v, 1);
+    return v;
+}
+
+void rows_scalar(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+                 bool accumulate) {
+    const size_t es = dtype_size(dt);
     for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = w.data + uint64_t(r * cols) * es;
+        const uint8_t* row = static_cast<const uint8_t*>(w) + uint64_t(r * stride) * es;
         float acc = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-            float v;
-            to_f32(row + uint64_t(c) * es, w.dtype, &v, 1);
-            acc += v * x[c];
-        }
-        y[r] = (accumulate ? y[r] : 0.0f) + acc;
+        for (int64_t c = 0; c < cols; ++c) acc += element(row + uint64_t(c) * es, dt) * x[c];
+        y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + acc;
+    }
+}
+
+void weighted_sum_scalar(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
+    const size_t es = dtype_size(dt);
+    for (int64_t j = 0; j < n_rows; ++j) {
+        const uint8_t* row = static_cast<const uint8_t*>(w) + uint64_t(j * stride) * es;
+        for (int64_t c = 0; c < cols; ++c) y[c] += p[j] * element(row + uint64_t(c) * es, dt);
+    }
+}
+
+void check_kernel_args(DType dt, Isa isa) {
+    TT_ASSERT(dt == DType::f32 || dt == DType::f16 || dt == DType::bf16, "host kernels on {} data", dtype_name(dt));
+    TT_ASSERT(isa_supported(isa), "{} kernels on a CPU without them", isa_name(isa));
+}
+
+// The rows [r0, r1) of W (rows `stride` apart) times x into y[0 : r1 - r0].
+void rows_any(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+              bool accumulate, Isa isa) {
+    check_kernel_args(dt, isa);
+    switch (isa) {
+    case Isa::scalar: rows_scalar(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
+    case Isa::avx2: detail::rows_avx2(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
+    case Isa::avx512: detail::rows_avx512(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
     }
 }
 }  // namespace
 
 void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate, Isa isa) {
-    TT_ASSERT(w.shape.size() == 2 && (w.dtype == DType::f32 || w.dtype == DType::f16 || w.dtype == DType::bf16));
-    TT_ASSERT(isa_supported(isa), "{} kernels on a CPU without them", isa_name(isa));
+    TT_ASSERT(w.shape.size() == 2);
+    rows_any(w.data, w.dtype, w.shape[1], w.shape[1], x, y + r0, r0, r1, accumulate, isa);
+}
+
+void dot_rows(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* x, float* y, Isa isa) {
+    rows_any(w, dt, cols, stride, x, y, 0, n_rows, false, isa);
+}
+
+void weighted_row_sum(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y, Isa isa) {
+    check_kernel_args(dt, isa);
     switch (isa) {
-    case Isa::scalar: rows_scalar(w, x, y, r0, r1, accumulate); return;
-    case Isa::avx2: detail::rows_avx2(w.data, w.dtype, w.shape[1], x, y + r0, r0, r1, accumulate); return;
-    case Isa::avx512: detail::rows_avx512(w.data, w.dtype, w.shape[1], x, y + r0, r0, r1, accumulate); return;
+    case Isa::scalar: weighted_sum_scalar(w, dt, n_rows, cols, stride, p, y); return;
+    case Isa::avx2: detail::weighted_sum_avx2(w, dt, n_rows, cols, stride, p, y); return;
+    case Isa::avx512: detail::weighted_sum_avx512(w, dt, n_rows, cols, stride, p, y); return;
     }
 }
 

@@ -6,6 +6,7 @@
 // (tests/unit/test_host_gemv.cpp).
 #pragma once
 
+#include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "format/tensor.h"
 
@@ -24,5 +25,14 @@ void gemv(ThreadPool& pool, const TensorView& w, const float* x, float* y, bool 
 
 // The rows [r0, r1) of the same product on the calling thread (the kernel each worker runs).
 void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate, Isa isa);
+
+// The same kernels on rows `stride` elements apart, on the calling thread: attention over one
+// head's slice of a KV cache ([position, kv_dim] rows of f32/f16/bf16; w points at the first row's
+// slice). y[j] = W[j, 0:cols] . x for j < n_rows: the scores of cached keys.
+void dot_rows(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* x, float* y,
+              Isa isa = best_isa());
+// y[c] += sum_j p[j] W[j, c] for c < cols, j < n_rows: the probability-weighted sum of cached values.
+void weighted_row_sum(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y,
+                      Isa isa = best_isa());
 
 }  // namespace tt::host

@@ -10,6 +10,8 @@ namespace {
 struct Avx2 {
     static constexpr int width = 8;
     static __m256 zero() { return _mm256_setzero_ps(); }
+    static __m256 set1(float f) { return _mm256_set1_ps(f); }
+    static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
     static __m256 loadx(const float* p) { return _mm256_loadu_ps(p); }
     static __m256 fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
     // Eight weights widened to f32 (bf16: the top half of an f32).
@@ -47,8 +49,13 @@ uint64_t sum_blocks_avx2(const uint8_t* p, size_t n_blocks) {
     return w[0] ^ w[1] ^ w[2] ^ w[3];
 }
 
-void rows_avx2(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
-    rows_for<Avx2>(w, dt, cols, x, y, r0, r1, accumulate);
+void rows_avx2(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+               bool accumulate) {
+    rows_for<Avx2>(w, dt, cols, stride, x, y, r0, r1, accumulate);
+}
+
+void weighted_sum_avx2(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
+    weighted_sum_for<Avx2>(w, dt, n_rows, cols, stride, p, y);
 }
 
 }  // namespace tt::host::detail

@@ -14,6 +14,8 @@ namespace {
 struct Avx512 {
     static constexpr int width = 16;
     static __m512 zero() { return _mm512_setzero_ps(); }
+    static __m512 set1(float f) { return _mm512_set1_ps(f); }
+    static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
     static __m512 loadx(const float* p) { return _mm512_loadu_ps(p); }
     static __m512 fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
     // Sixteen weights widened to f32 (bf16: the top half of an f32).
@@ -42,8 +44,13 @@ uint64_t sum_blocks_avx512(const uint8_t* p, size_t n_blocks) {
     return w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5] ^ w[6] ^ w[7];
 }
 
-void rows_avx512(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
-    rows_for<Avx512>(w, dt, cols, x, y, r0, r1, accumulate);
+void rows_avx512(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+                 bool accumulate) {
+    rows_for<Avx512>(w, dt, cols, stride, x, y, r0, r1, accumulate);
+}
+
+void weighted_sum_avx512(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
+    weighted_sum_for<Avx512>(w, dt, n_rows, cols, stride, p, y);
 }
 
 }  // namespace tt::host::detail

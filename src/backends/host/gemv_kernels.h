@@ -8,9 +8,15 @@
 
 namespace tt::host::detail {
 
-// y[r - r0] (+)= W[r, :] . x for r in [r0, r1); w points at row 0 of a [*, cols] matrix of dtype dt.
-void rows_avx2(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate);
-void rows_avx512(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate);
+// y[r - r0] (+)= W[r, 0:cols] . x for r in [r0, r1); w points at row 0 of a matrix of dtype dt whose
+// rows are `stride` elements apart.
+void rows_avx2(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+               bool accumulate);
+void rows_avx512(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+                 bool accumulate);
+// y[c] += sum_j p[j] W[j, c] for c < cols, j < n_rows (rows `stride` elements apart).
+void weighted_sum_avx2(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);
+void weighted_sum_avx512(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);
 
 // A fold of the 64-bit words of n_blocks 256-byte blocks at p (64-byte aligned): the memory-read
 // measurement's loop (host/measure.h), with loads as wide as the GEMV's. Measured on a 2-core

@@ -1,7 +1,8 @@
 // The row loop of the host GEMV for one vector instruction set, included only by the per-ISA
 // files (gemv_avx2.cpp, gemv_avx512.cpp), each compiled with its own -m flags. V supplies the
 // vector type and its operations: width, zero(), load<D>(p) (W weights widened to f32), loadx(p),
-// fma(a, b, c) and hsum(v).
+// set1(f), store(p, v), fma(a, b, c) and hsum(v). Rows are `stride` elements apart: cols for a
+// weight matrix, kv_dim for one head's slice of a KV cache.
 //
 // note: everything here sits in an anonymous namespace on purpose: each ISA file gets its own
 // internal copy, so the linker can never hand an AVX-512 instantiation to a caller on an AVX2 CPU.
@@ -30,7 +31,7 @@ float tail(const uint8_t* row, int64_t c0, int64_t cols, const float* x) {
 }
 
 template <typename V, DType D>
-void rows(const void* w, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
+void rows(const void* w, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
     constexpr size_t es = weight_size<D>();
     constexpr int64_t width = V::width;
     const uint8_t* base = static_cast<const uint8_t*>(w);
@@ -39,7 +40,7 @@ void rows(const void* w, int64_t cols, const float* x, float* y, int64_t r0, int
     // Four rows per pass: each x vector is loaded once for four products.
     for (; r + 4 <= r1; r += 4) {
         const uint8_t* p[4];
-        for (int i = 0; i < 4; ++i) p[i] = base + uint64_t((r + i) * cols) * es;
+        for (int i = 0; i < 4; ++i) p[i] = base + uint64_t((r + i) * stride) * es;
         auto a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
         for (int64_t c = 0; c < full; c += width) {
             const auto xv = V::loadx(x + c);
@@ -55,7 +56,7 @@ void rows(const void* w, int64_t cols, const float* x, float* y, int64_t r0, int
         }
     }
     for (; r < r1; ++r) {
-        const uint8_t* p = base + uint64_t(r * cols) * es;
+        const uint8_t* p = base + uint64_t(r * stride) * es;
         auto a = V::zero();
         for (int64_t c = 0; c < full; c += width) a = V::fma(V::template load<D>(p + uint64_t(c) * es), V::loadx(x + c), a);
         const float v = V::hsum(a) + tail<D>(p, full, cols, x);
@@ -63,12 +64,65 @@ void rows(const void* w, int64_t cols, const float* x, float* y, int64_t r0, int
     }
 }
 
+// y[c] += sum_j p[j] * W[j, c] for c < cols, j < n_rows (in j order for each c): the transposed
+// product, attention's probability-weighted sum of value rows.
+template <typename V, DType D>
+void weighted_sum(const void* w, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
+    constexpr size_t es = weight_size<D>();
+    constexpr int64_t width = V::width;
+    const uint8_t* base = static_cast<const uint8_t*>(w);
+    const int64_t full = cols / width * width;
+    int64_t c = 0;
+    // Four vectors of y stay in registers over every row.
+    for (; c + 4 * width <= full; c += 4 * width) {
+        auto a0 = V::loadx(y + c), a1 = V::loadx(y + c + width);
+        auto a2 = V::loadx(y + c + 2 * width), a3 = V::loadx(y + c + 3 * width);
+        for (int64_t j = 0; j < n_rows; ++j) {
+            const uint8_t* row = base + uint64_t(j * stride + c) * es;
+            const auto pj = V::set1(p[j]);
+            a0 = V::fma(V::template load<D>(row), pj, a0);
+            a1 = V::fma(V::template load<D>(row + width * es), pj, a1);
+            a2 = V::fma(V::template load<D>(row + 2 * width * es), pj, a2);
+            a3 = V::fma(V::template load<D>(row + 3 * width * es), pj, a3);
+        }
+        V::store(y + c, a0);
+        V::store(y + c + width, a1);
+        V::store(y + c + 2 * width, a2);
+        V::store(y + c + 3 * width, a3);
+    }
+    for (; c < full; c += width) {
+        auto a = V::loadx(y + c);
+        for (int64_t j = 0; j < n_rows; ++j)
+            a = V::fma(V::template load<D>(base + uint64_t(j * stride + c) * es), V::set1(p[j]), a);
+        V::store(y + c, a);
+    }
+    for (; c < cols; ++c) {
+        float a = y[c];
+        for (int64_t j = 0; j < n_rows; ++j) {
+            float v;
+            to_f32(base + uint64_t(j * stride + c) * es, D, &v, 1);
+            a += p[j] * v;
+        }
+        y[c] = a;
+    }
+}
+
 template <typename V>
-void rows_for(const void* w, DType dt, int64_t cols, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
+void rows_for(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
+              bool accumulate) {
     switch (dt) {
-    case DType::f32: rows<V, DType::f32>(w, cols, x, y, r0, r1, accumulate); break;
-    case DType::f16: rows<V, DType::f16>(w, cols, x, y, r0, r1, accumulate); break;
-    default: rows<V, DType::bf16>(w, cols, x, y, r0, r1, accumulate); break;
+    case DType::f32: rows<V, DType::f32>(w, cols, stride, x, y, r0, r1, accumulate); break;
+    case DType::f16: rows<V, DType::f16>(w, cols, stride, x, y, r0, r1, accumulate); break;
+    default: rows<V, DType::bf16>(w, cols, stride, x, y, r0, r1, accumulate); break;
+    }
+}
+
+template <typename V>
+void weighted_sum_for(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
+    switch (dt) {
+    case DType::f32: weighted_sum<V, DType::f32>(w, n_rows, cols, stride, p, y); break;
+    case DType::f16: weighted_sum<V, DType::f16>(w, n_rows, cols, stride, p, y); break;
+    default: weighted_sum<V, DType::bf16>(w, n_rows, cols, stride, p, y); break;
     }
 }
 
