@@ -461,7 +461,18 @@ Plan make_plan(const PlanInput& in) {
     // group), so the copy engine fills the next slot while the CPU works, and the count that gives
     // the shortest pass wins (or --cpu-layers).
     const double h2d = in.bw.h2d_pinned_gbs * 1e9, eff_dev = in.bw.device_gbs * 1e9 * k_decode_efficiency;
-    const double cpu_rate = std::min(in.bw.cpu_gemv_gbs, in.bw.host_read_gbs) * 1e9;
+    const double cpu_rate = std::min(in.bw.cpu_gemv_gbs, in.bw.host_read_gbs) * 1e9 * k_cpu_efficiency;
+    // The two host paths share the host's memory: a pass lasts at least their bytes over its read rate.
+    const double host_shared = in.bw.host_read_gbs * 1e9 * k_host_shared_efficiency;
+    auto shared_bound_s = [&](const std::vector<bool>& on_cpu) {
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < p.blocks.size(); ++i)
+            if (on_cpu[i] || is_streamed(p.blocks[i].place)) bytes += on_cpu[i] ? in.blocks[i].decode_read : p.blocks[i].bytes;
+        return double(bytes) / host_shared;
+    };
+    auto pass_time = [&](const std::vector<bool>& on_cpu, const std::vector<PassStep>& steps) {
+        return std::max(simulate_pass(steps, k_handoff_s), shared_bound_s(on_cpu));
+    };
     auto copy_time = [&](const BlockPlacement& b) {
         double t = double(b.bytes) / h2d;
         if (b.place == Placement::disk) t += double(b.bytes) / (in.bw.disk_gbs * 1e9);
@@ -515,17 +526,17 @@ Plan make_plan(const PlanInput& in) {
             on_cpu[size_t(movable[size_t(k)])] = (int64_t(k + 1) * n_stream) / n == (int64_t(k) * n_stream) / n;
         return on_cpu;
     };
-    int best_c = 0;
-    double best_s = simulate_pass(decode_steps(placement_for(0)), k_handoff_s);
-    if (in.cpu_layers >= 0) {
-        best_c = in.cpu_layers;
-        best_s = simulate_pass(decode_steps(placement_for(best_c)), k_handoff_s);
-    } else {
+    auto time_for = [&](int c) {
+        const std::vector<bool> on = placement_for(c);
+        return pass_time(on, decode_steps(on));
+    };
+    int best_c = in.cpu_layers >= 0 ? in.cpu_layers : 0;
+    double best_s = time_for(best_c);
+    if (in.cpu_layers < 0)
         for (int c = 1; c <= max_cpu; ++c) {
-            const double t = simulate_pass(decode_steps(placement_for(c)), k_handoff_s);
+            const double t = time_for(c);
             if (t < best_s * 0.999) best_c = c, best_s = t;  // a CPU layer must earn its place
         }
-    }
     const std::vector<bool> on_cpu = placement_for(best_c);
     for (size_t i = 0; i < p.blocks.size(); ++i)
         if (on_cpu[i]) p.blocks[i].place = Placement::cpu;
@@ -565,7 +576,7 @@ Plan make_plan(const PlanInput& in) {
     // The timeline: copies beside the layers, each streamed layer waiting for its copy, CPU layers
     // in the chain; after the last streamed block lands, the rest of the pass runs with the copy
     // engine idle (the next token's copies start at its graph launch).
-    const double token_s = simulate_pass(decode_steps(on_cpu), k_handoff_s);
+    const double token_s = pass_time(on_cpu, decode_steps(on_cpu));
     p.decode_tps = token_s > 0 ? 1.0 / token_s : 0;
     p.pcie_bound_tps = p.pcie_bytes ? h2d / double(p.pcie_bytes) : 0;
     if (p.pcie_bytes + p.cpu_bytes)

@@ -26,17 +26,30 @@ check "fits: every layer resident" [ "$(json "$tmp/all.json" "j['n_resident_laye
 min=$(json "$tmp/all.json" "j['min_vram']")
 check "minimum below the full working set" [ "$(json "$tmp/all.json" "j['min_vram'] < j['vram_used']")" = True ]
 
-"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --json >"$tmp/min.json"
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 0 --json >"$tmp/min.json"
 check "at the minimum: layers stream" [ "$(json "$tmp/min.json" "j['n_resident_layers'] < j['n_layers'] and j['ring_slots'] >= 1")" = True ]
 check "at the minimum: PCIe bytes = streamed blocks" [ "$(json "$tmp/min.json" "j['pcie_bytes_per_token'] == sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'registered')")" = True ]
 check "at the minimum: VRAM used <= budget" [ "$(json "$tmp/min.json" "j['vram_used'] <= $min")" = True ]
 check "at the minimum: embedding in host memory" [ "$(json "$tmp/min.json" "j['embed_host_mapped'] and j['blocks'][0]['placement'] == 'host-mapped'")" = True ]
 check "streamed layers are the last ones" [ "$(json "$tmp/min.json" "all(int(n.split('.')[1]) >= j['n_resident_layers'] for n in j['stream_order'] if n.startswith('layer.'))")" = True ]
 
-"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" >"$tmp/min.txt"
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 0 >"$tmp/min.txt"
 check "table: placement and summary" grep -q "^plan: .* layers resident .*blocks streamed .*over PCIe.*predicted" "$tmp/min.txt"
 check "table: ring line" grep -q "ring: .* slots" "$tmp/min.txt"
 check "table: VRAM lines" grep -q "KV cache (64 positions)" "$tmp/min.txt"
+
+# The CPU as a third place (issue #16): a layer moved to the CPU leaves the decode copies, stays in
+# the prefill order, and the report shows both paths; more layers than stream is an error naming the flag.
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 1 --json >"$tmp/cpu1.json"
+check "--cpu-layers 1: one layer on the CPU" [ "$(json "$tmp/cpu1.json" "j['n_cpu_layers'] == 1 and sum(b['placement'] == 'cpu' for b in j['blocks']) == 1")" = True ]
+check "--cpu-layers 1: prefill streams it, decode does not" [ "$(json "$tmp/cpu1.json" "len(j['stream_order']) == len(j['decode_stream_order']) + 1")" = True ]
+check "--cpu-layers 1: its tensors read by the CPU (the block less its padding), not over PCIe" [ "$(json "$tmp/cpu1.json" "0.9 * sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'cpu') <= j['cpu_bytes_per_token'] <= sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'cpu') and j['pcie_bytes_per_token'] == sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'registered')")" = True ]
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 1 >"$tmp/cpu1.txt"
+check "--cpu-layers 1: table shows the CPU path" grep -q "read by the CPU" "$tmp/cpu1.txt"
+check "--cpu-layers 1: summary names both paths" grep -q "streamed over PCIe, 1 computed on the CPU" "$tmp/cpu1.txt"
+"$TT" "${P[@]}" --vram-budget "$min" --cpu-layers 99 >/dev/null 2>"$tmp/cpu99.err"; rc=$?
+check "--cpu-layers 99: refused (exit 1)" [ "$rc" -eq 1 ]
+check "--cpu-layers 99: names the flag and the most" grep -q -e "--cpu-layers 99: at most [0-9]* layers can run on the CPU" "$tmp/cpu99.err"
 
 fails_with "one byte below the minimum" "below the minimum working set of .* at a context of 64 tokens" "$TT" "${P[@]}" --vram-budget $((min - 1))
 "$TT" "${P[@]}" --vram-budget 100GiB >/dev/null 2>"$tmp/clamp.err"

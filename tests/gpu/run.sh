@@ -47,28 +47,8 @@ check "too-small --vram-budget names the minimum" grep -q "below the minimum wor
 $TT run "$work/ts.thin" --temperature 0 --max-tokens 8 --device cuda --vram-budget 100TiB >/dev/null 2>"$work/big.err"
 check "--vram-budget above the GPU is clamped with a warning" grep -q "warning: --vram-budget .* is more than the GPU's" "$work/big.err"
 
-echo "== layers on the CPU beside the stream (issue #16): at the smallest budget, half and all of the streamed layers on the CPU"
-min_vram() { $TT -q plan "$1" --json --cpu-layers 0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])'; }
-n_streamed() { $TT -q plan "$1" --json --cpu-layers 0 --vram-budget "$2" | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["n_layers"]-p["n_resident_layers"])'; }
-for m in $GPU_FIXTURES; do
-  src=$S/fixtures/hf-tiny/$m
-  case $m in qwen3_moe|mixtral) continue;; esac  # mixture of experts: the expert cache, not CPU layers
-  for dt in f32 bf16; do
-    a=$work/$m.$dt.thin
-    b=$(min_vram "$a"); ns=$(n_streamed "$a" "$b")
-    [ "${ns:-0}" -gt 0 ] || { echo "skip $m $dt: nothing streams at the minimum budget"; continue; }
-    for c in $(( (ns + 1) / 2 )) "$ns"; do
-      if [ $dt = f32 ]; then tol=(--min-cosine 0.9999 --max-abs-diff 1e-2); else tol=(--key logits_bf16 --min-cosine 0.999 --no-greedy); fi
-      check "$m $dt, $c of $ns streamed layers on the CPU (cuda)" $TT -q validate "$a" --reference "$src/reference.safetensors" \
-        --device cuda --vram-budget "$b" --cpu-layers "$c" "${tol[@]}"
-    done
-  done
-done
-# A chat-like sequence across prefill and decode: the CPU layers' KV rows cross between host and GPU.
-b=$(min_vram "$work/ts.thin")
-$TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --device cuda --vram-budget "$b" --cpu-layers 0 >"$work/ts.stream.txt"
-$TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --device cuda --vram-budget "$b" --cpu-layers 2 >"$work/ts.cpu2.txt"
-check "tinystories f32 golden text with CPU layers equals streamed" cmp "$work/ts.stream.txt" "$work/ts.cpu2.txt"
+echo "== layers on the CPU beside the stream (issue #16)"
+source tests/gpu/cpu_layers.sh
 
 echo "== golden texts, cpu vs cuda"
 for a in ts s260; do

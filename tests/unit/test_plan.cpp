@@ -356,11 +356,13 @@ TEST(Plan, CpuLayersBesideTheStream) {
     in.bw.cpu_gemv_gbs = in.bw.host_read_gbs = in.bw.h2d_pinned_gbs;
     in.bw.cpu_threads = 8;
     const Plan p = make_plan(in);
-    const double gpu_ms = 1.0 + k_decode_layer_overhead_s * 1e3, cpu_ms = 2.0 + k_cpu_layer_overhead_s * 1e3, h = k_handoff_s * 1e3;
+    const double gpu_ms = 1.0 + k_decode_layer_overhead_s * 1e3, h = k_handoff_s * 1e3;
+    const double cpu_ms = 2.0 / k_cpu_efficiency + k_cpu_layer_overhead_s * 1e3;  // 3.21 ms
     // By hand, per count of CPU layers (the streamed ones end the group): 0: 9.03 ms (above);
     // 1 (layer 1 on the CPU; layers 2, 3 copied 0..2 and 2..4 meanwhile): layer 0 ends at 1.03,
     // the CPU layer at 1.03 + h + cpu, layers 2 and 3 follow on the GPU with their copies done,
-    // then the head (2 ms): 7.19 ms; 2: 8.20 ms; 3: 9.21 ms. One CPU layer wins.
+    // then the head (2 ms): 8.36 ms; 2: 10.55 ms; 3: 12.73 ms. One CPU layer wins. The shared
+    // host memory bound (3 MiB at 0.5 x 0.86 MiB/ms = 6.98 ms) is below all of them.
     const double embed_ms = 512.0 / double(MiB);
     const double t1 = embed_ms + gpu_ms + h + cpu_ms + h + 2 * gpu_ms + 2.0;
     EXPECT_EQ(p.n_cpu_layers, 1);
@@ -414,4 +416,19 @@ TEST(Plan, CpuLayersForcedAndRefused) {
     slow.cpu_layers = -1;
     slow.bw.cpu_gemv_gbs = slow.bw.host_read_gbs = slow.bw.h2d_pinned_gbs / 10;
     EXPECT_EQ(make_plan(slow).n_cpu_layers, 0);
+}
+
+TEST(Plan, CpuLayersShareTheHostsMemory) {
+    // A GPU so fast that its layers cost only their launch: with one CPU layer the pass's timeline
+    // is ~4 ms, but the copy engine and the CPU read 3 MiB from a host that reads 0.6 MiB/ms alone
+    // (x 0.86 when both share it): at least 5.81 ms.
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    in.cpu_layers = 1;
+    in.bw.device_gbs = 1e6;
+    in.bw.host_read_gbs = in.bw.cpu_gemv_gbs = 1.2 * in.bw.h2d_pinned_gbs;
+    const Plan p = make_plan(in);
+    const double shared_s = double(3 * MiB) / (in.bw.host_read_gbs * 1e9 * k_host_shared_efficiency);
+    EXPECT_EQ(p.n_cpu_layers, 1);
+    EXPECT_NEAR(p.decode_tps, 1.0 / shared_s, 1e-6);
 }
