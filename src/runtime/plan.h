@@ -101,8 +101,9 @@ inline constexpr double k_cpu_layer_overhead_s = 40e-6;
 inline constexpr double k_handoff_s = 30e-6;
 // Calibration on the H200 host (bench/results/2026-12-01-h200-cpu: the Llama-3-8B shape at 8 GiB
 // with 4, 9 and 14 layers on the CPU): the CPU layers read their weights at 0.57-0.68 of the GEMV
-// rate doctor measures on a buffer of its own (the archive's mapping has 4 KiB pages; the pool
-// wakes once per run of CPU layers), so a CPU layer counts at 0.63 of it. And the copy engine and
+// rate doctor measures on a buffer of its own, so a CPU layer counts at 0.63 of it (a suspect, not
+// yet measured apart: the host thread spin-waited on the stream, a 17th busy thread on the 16 cores
+// the layers split their rows over; the step now waits sleeping). And the copy engine and
 // the CPU together read host memory at ~80 GB/s, 0.86 of what the host reads alone (93 GB/s), not
 // at the sum of their rates alone (55 + 59): they share the host's DRAM, so a token takes at least
 // (PCIe bytes + CPU bytes) / (host read x 0.86).

@@ -139,6 +139,7 @@ private:
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
     cudaGraphExec_t capture_decode_graph();
     void run_decode_graph();
+    void wait_step();  // until the stream is idle: sleeping on step_done_ when CPU layers run, else spinning
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
@@ -224,6 +225,9 @@ private:
     std::vector<CpuGroup> cpu_groups_;
     std::vector<int> cpu_group_at_;              // per layer: index into cpu_groups_ of the group it starts, or -1
     float* host_x_ = nullptr;                    // pinned: the hidden state while the CPU has it
+    // The end of a decode step, waited on by sleeping: a spinning wait would take one of the cores
+    // the CPU layers split their rows over, and the slowest share sets each product's time.
+    cudaEvent_t step_done_ = nullptr;
     int host_kv_valid_ = 0, dev_kv_valid_ = 0;   // positions of the CPU layers' cache valid on each side
     std::mutex cpu_error_mu_;
     std::string cpu_error_;
@@ -302,6 +306,7 @@ CudaBackend::~CudaBackend() {
     if (host_io_) cudaFreeHost(host_io_);
     if (host_moe_rows_) cudaFreeHost(host_moe_rows_);
     if (host_x_) cudaFreeHost(host_x_);
+    if (step_done_) cudaEventDestroy(step_done_);
     if (cublas_) cublasDestroy(cublas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -408,6 +413,7 @@ void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& 
     host_pool_ = std::make_unique<ThreadPool>(opt.n_threads);
     host_layers_ = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
+    TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
     log::info("decode computes {} layers on the CPU ({} threads, {} runs of consecutive layers) beside {} streamed over PCIe",
               cpu.size(), host_pool_->size(), cpu_groups_.size(), plan_.decode_stream_order.size());
 }
@@ -715,13 +721,22 @@ cudaGraphExec_t CudaBackend::capture_decode_graph() {
     return exec;
 }
 
+void CudaBackend::wait_step() {
+    if (!step_done_) {
+        TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return;
+    }
+    TT_CUDA_CHECK(cudaEventRecord(step_done_, stream_));
+    TT_CUDA_CHECK(cudaEventSynchronize(step_done_));
+}
+
 void CudaBackend::run_decode_graph() {
     if (!graph_) graph_ = capture_decode_graph();
     const int pos = host_io_[1];
     sync_cpu_kv_to_host(pos);  // the CPU layers attend over rows a prefill wrote on the GPU
     TT_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     ws_->count_pass();
-    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    wait_step();
     ws_->check();
     check_cpu();
     if (host_layers_) {
@@ -745,7 +760,7 @@ double CudaBackend::measure_decode_without_copies(int n) {
     for (int i = 0; i <= n; ++i) {  // the first run warms up
         const auto t0 = std::chrono::steady_clock::now();
         TT_CUDA_CHECK(cudaGraphLaunch(graph_no_copies_, stream_));
-        TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        wait_step();
         if (i > 0) total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     check_cpu();
