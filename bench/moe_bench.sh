@@ -31,6 +31,8 @@ case "$work" in /|/dev/shm|/tmp|"$HOME"|"") echo "MOE_WORK=$work: give a folder 
 rm -rf "$work"; mkdir -p "$res" "$work/home"
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
+# A folder staged by tests/gpu/stage.sh carries the binaries xz-compressed: unpack them first.
+[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; arc=$work/moe.thin; gguf=$work/moe.gguf; lldir=$work/llama
 shape=qwen3-30b-a3b-16l
 deadline=${MOE_DEADLINE_S:-560}
@@ -51,23 +53,7 @@ for _ in 1 2 3 4 5 6; do
   done
 done
 
-elapsed() { echo $(( $(date +%s) - t_start )); }
-left() { echo $(( deadline - $(elapsed) )); }
-say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$log"; }
-# cap N: a timeout of N seconds, or less so that the summary still fits before the deadline.
-cap() { local l=$(( $(left) - 20 )); l=$(( l < 5 ? 5 : l )); echo $(( $1 < l ? $1 : l )); }
-# enough N: true when at least N seconds are left; otherwise logs the skip.
-enough() { if [ "$(left)" -ge "$1" ]; then return 0; fi; say "SKIPPED $2: $(left) s left before the deadline, it needs ~$1 s"; return 1; }
-# run_step NAME CMD...: runs, logs exit status and duration; output goes to the log.
-run_step() {
-  local name=$1; shift
-  local t0=$(date +%s)
-  say "=== $name"
-  "$@" >>"$log" 2>&1
-  local rc=$?
-  say "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s"
-  return $rc
-}
+source "$repo/bench/lib/steps.sh"
 build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
 gguf_running() { [ -n "${gguf_pid:-}" ] && kill -0 "$gguf_pid" 2>/dev/null; }
 note_concurrency() {  # which CPU-heavy background jobs ran while a measurement ran

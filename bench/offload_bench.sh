@@ -44,6 +44,8 @@ res=$work/results
 steps=" ${STEPS:-setup bench} "
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
+# A folder staged by tests/gpu/stage.sh carries the binaries xz-compressed: unpack them first.
+[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; arc=$work/a.thin; gguf=$work/m.gguf; lldir=$work/llama
 lb=$lldir/lltrim/build/bin/llama-bench
 deadline=${OFF_DEADLINE_S:-560}
@@ -66,23 +68,7 @@ for _ in 1 2 3 4 5 6; do
 done
 
 t_start=$(date +%s)
-elapsed() { echo $(( $(date +%s) - t_start )); }
-left() { echo $(( deadline - $(elapsed) )); }
-say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$log"; }
-# cap N: a timeout of N seconds, or less so that the summary still fits before the deadline.
-cap() { local l=$(( $(left) - 20 )); l=$(( l < 5 ? 5 : l )); echo $(( $1 < l ? $1 : l )); }
-# enough N WHAT: true when at least N seconds are left; otherwise logs the skip.
-enough() { if [ "$(left)" -ge "$1" ]; then return 0; fi; say "SKIPPED $2: $(left) s left before the deadline, it needs ~$1 s"; return 1; }
-# run_step NAME CMD...: runs, logs exit status and duration; output goes to the log.
-run_step() {
-  local name=$1; shift
-  local t0=$(date +%s)
-  say "=== $name"
-  "$@" >>"$log" 2>&1
-  local rc=$?
-  say "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s"
-  return $rc
-}
+source "$repo/bench/lib/steps.sh"
 # record NAME COMMAND: the command line behind a result file, quoted in the summary.
 record() { printf '%s\t%s\t%s\n' "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$2" >>"$res/commands.tsv"; }
 # Background jobs, both in their own session (they outlive the setup call if they must): the

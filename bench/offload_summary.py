@@ -37,28 +37,9 @@ STREAMED = {"registered", "bounce", "disk"}  # placements copied over PCIe each 
 # ---------------------------------------------------------------------------------------------
 # Readers: each returns None (or {} / []) for what is absent.
 
-def load_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except Exception:
-        return None
-
-
-def load_jsonl(path):
-    rows = []
-    try:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if line.startswith("{"):
-                    try:
-                        rows.append(json.loads(line))
-                    except ValueError:
-                        pass
-    except OSError:
-        pass
-    return rows
+# The JSON and JSON-lines readers are the MoE summary's (bench/moe_summary.py, beside this file).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from moe_summary import load_json, load_jsonl  # noqa: E402
 
 
 def load_tsv(path):

@@ -1,0 +1,20 @@
+# Step helpers shared by the benchmark scripts that run inside one GPU-machine call against a
+# deadline (bench/moe_bench.sh, bench/offload_bench.sh). The caller sets t_start (date +%s),
+# deadline (seconds from t_start) and log (a file) before using them.
+elapsed() { echo $(( $(date +%s) - t_start )); }
+left() { echo $(( deadline - $(elapsed) )); }
+say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$log"; }
+# cap N: a timeout of N seconds, or less so that the summary still fits before the deadline.
+cap() { local l=$(( $(left) - 20 )); l=$(( l < 5 ? 5 : l )); echo $(( $1 < l ? $1 : l )); }
+# enough N WHAT: true when at least N seconds are left; otherwise logs the skip.
+enough() { if [ "$(left)" -ge "$1" ]; then return 0; fi; say "SKIPPED $2: $(left) s left before the deadline, it needs ~$1 s"; return 1; }
+# run_step NAME CMD...: runs, logs exit status and duration; output goes to the log.
+run_step() {
+  local name=$1; shift
+  local t0=$(date +%s)
+  say "=== $name"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  say "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s"
+  return $rc
+}
