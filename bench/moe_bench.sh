@@ -40,18 +40,8 @@ t_start=$(date +%s)
 log="$OUT/moe.log"
 : >"$log"
 
-# The machine lacks some libraries this build links (libcurl and its dependencies): link the carried
-# copies of those the loader cannot find into a private folder on LD_LIBRARY_PATH (tests/gpu/libs.sh
-# does the same for .carry alone).
-fix=$(mktemp -d)
-export LD_LIBRARY_PATH="$fix${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for _ in 1 2 3 4 5 6; do
-  missing=$(ldd "$TT" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)
-  [ -z "$missing" ] && break
-  for lib in $missing; do
-    if [ -e "$carry/lib/$lib" ]; then ln -sf "$carry/lib/$lib" "$fix/$lib"; else echo "missing library $lib (not carried)" >>"$log"; fi
-  done
-done
+# The machine lacks some libraries this build links: the carried copies (tests/gpu/libs.sh).
+source "$repo/tests/gpu/libs.sh" >>"$log"
 
 source "$repo/bench/lib/steps.sh"
 build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }

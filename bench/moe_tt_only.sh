@@ -7,8 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=$1; OUT=${OUT:-$PWD/moe-out}; mkdir -p "$OUT"
 TT=$carry/bin/thintensor
-fix=$(mktemp -d); export LD_LIBRARY_PATH="$fix${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for lib in $(ldd "$TT" | awk '/not found/ {print $1}'); do ln -sf "$PWD/$carry/lib/$lib" "$fix/$lib"; done
+source tests/gpu/libs.sh  # the carried libraries the machine lacks
 w=/dev/shm/ttmoe-only; rm -rf "$w"; mkdir -p "$w"
 python3 bench/hf_random_model.py qwen3-30b-a3b-16l "$w/hf" "$OUT/hf-ckpt.json" --no-speed >"$OUT/ckpt.log" 2>&1 || { tail -5 "$OUT/ckpt.log"; exit 1; }
 "$TT" -q convert "$w/hf" -o "$w/m.thin" --dtype bf16 2>"$OUT/convert.err" || { cat "$OUT/convert.err"; exit 1; }

@@ -40,16 +40,8 @@ constexpr int k_prompt = 20;
 
 // One folder for this binary's archives, removed at exit; each (checkpoint, dtype) converted once.
 const fs::path& temp_dir() {
-    struct Dir {
-        fs::path path = fs::temp_directory_path() / ("tt_host_layers_" + std::to_string(::getpid()));
-        Dir() { fs::create_directories(path); }
-        ~Dir() {
-            std::error_code ec;
-            fs::remove_all(path, ec);
-        }
-    };
-    static Dir dir;
-    return dir.path;
+    static const test::TempDir dir;
+    return dir.path();
 }
 
 std::string convert_cached(const std::string& src, const std::string& name, DType dt) {
