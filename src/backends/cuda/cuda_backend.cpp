@@ -136,6 +136,7 @@ private:
     // (prefill) into host memory before a decode step, the host's (decode) into VRAM before a prefill.
     void sync_cpu_kv_to_host(int upto);
     void sync_cpu_kv_to_device(int upto);
+    void copy_cpu_kv(int from, int upto, cudaMemcpyKind kind);  // rows [from, upto) of every CPU layer's k and v
     void decode_step();  // kernels for one token at position *d_pos_, token *d_token_
     cudaGraphExec_t capture_decode_graph();
     void run_decode_graph();
@@ -440,35 +441,31 @@ void CudaBackend::check_cpu() {
     fail("a layer on the CPU failed: {}", cpu_error_);
 }
 
+void CudaBackend::copy_cpu_kv(int from, int upto, cudaMemcpyKind kind) {
+    const size_t row = host_layers_->kv_row_bytes(), off = size_t(from) * row, n = size_t(upto - from) * row;
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the steps that wrote the rows are done
+    for (const CpuGroup& g : cpu_groups_)
+        for (int il = g.first; il < g.end; ++il) {
+            uint8_t* host[2] = {static_cast<uint8_t*>(host_layers_->k_cache(il)), static_cast<uint8_t*>(host_layers_->v_cache(il))};
+            uint8_t* dev[2] = {static_cast<uint8_t*>(layers_[size_t(il)].k_cache.ptr), static_cast<uint8_t*>(layers_[size_t(il)].v_cache.ptr)};
+            for (int c = 0; c < 2; ++c) {
+                const bool down = kind == cudaMemcpyDeviceToHost;
+                TT_CUDA_CHECK(cudaMemcpy((down ? host[c] : dev[c]) + off, (down ? dev[c] : host[c]) + off, n, kind));
+            }
+        }
+}
+
 void CudaBackend::sync_cpu_kv_to_host(int upto) {
     if (!host_layers_ || host_kv_valid_ >= upto) return;
     TT_ASSERT(dev_kv_valid_ >= upto);
-    const size_t row = host_layers_->kv_row_bytes(), off = size_t(host_kv_valid_) * row, n = size_t(upto - host_kv_valid_) * row;
-    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the prefill that wrote them is done
-    for (const CpuGroup& g : cpu_groups_)
-        for (int il = g.first; il < g.end; ++il) {
-            const DevLayer& L = layers_[size_t(il)];
-            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(host_layers_->k_cache(il)) + off, static_cast<uint8_t*>(L.k_cache.ptr) + off, n,
-                                     cudaMemcpyDeviceToHost));
-            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(host_layers_->v_cache(il)) + off, static_cast<uint8_t*>(L.v_cache.ptr) + off, n,
-                                     cudaMemcpyDeviceToHost));
-        }
+    copy_cpu_kv(host_kv_valid_, upto, cudaMemcpyDeviceToHost);  // rows a prefill wrote
     host_kv_valid_ = upto;
 }
 
 void CudaBackend::sync_cpu_kv_to_device(int upto) {
     if (!host_layers_ || dev_kv_valid_ >= upto) return;
     TT_ASSERT(host_kv_valid_ >= upto);
-    const size_t row = host_layers_->kv_row_bytes(), off = size_t(dev_kv_valid_) * row, n = size_t(upto - dev_kv_valid_) * row;
-    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the decode steps that wrote them are done
-    for (const CpuGroup& g : cpu_groups_)
-        for (int il = g.first; il < g.end; ++il) {
-            DevLayer& L = layers_[size_t(il)];
-            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(L.k_cache.ptr) + off, static_cast<uint8_t*>(host_layers_->k_cache(il)) + off, n,
-                                     cudaMemcpyHostToDevice));
-            TT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(L.v_cache.ptr) + off, static_cast<uint8_t*>(host_layers_->v_cache(il)) + off, n,
-                                     cudaMemcpyHostToDevice));
-        }
+    copy_cpu_kv(dev_kv_valid_, upto, cudaMemcpyHostToDevice);  // rows decode steps wrote
     dev_kv_valid_ = upto;
 }
 

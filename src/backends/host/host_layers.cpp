@@ -228,21 +228,8 @@ void HostLayers::forward(int il, float* x, int pos) {
     attention(L, pos);
 
     // attn_output = self.o_proj(attn_output); hidden_states = residual + hidden_states
-    products_.clear();
-    if (s.sandwich_norm) {
-        products_.push_back({L.w.wo, att_.data(), tmp_.data()});
-        run_products(products_);
-        if (!L.bo.empty())
-            for (int i = 0; i < H; ++i) tmp_[size_t(i)] += L.bo[size_t(i)];
-        // Gemma: hidden_states = self.post_attention_layernorm(hidden_states)
-        cpu::rmsnorm_f32(tmp_.data(), L.attn_post_norm.data(), s.norm_weight_offset, s.norm_eps, tmp_.data(), H);
-        for (int i = 0; i < H; ++i) x[i] += tmp_[size_t(i)];
-    } else {
-        products_.push_back({L.w.wo, att_.data(), x, true});
-        run_products(products_);
-        if (!L.bo.empty())
-            for (int i = 0; i < H; ++i) x[i] += L.bo[size_t(i)];
-    }
+    // (Gemma: hidden_states = self.post_attention_layernorm(hidden_states) before the add)
+    add_projection(L.w.wo, att_.data(), L.bo, s.sandwich_norm ? &L.attn_post_norm : nullptr, x);
 
     // hidden_states = self.post_attention_layernorm(hidden_states)  (Gemma: pre_feedforward_layernorm)
     cpu::rmsnorm_f32(x, L.ffn_norm.data(), s.norm_weight_offset, s.norm_eps, h_.data(), H);
@@ -329,8 +316,6 @@ void HostLayers::attend_head(const Layer& L, int hh, int pos, AttnScratch& sc) {
 }
 
 void HostLayers::dense_ffn(const Layer& L, float* x) {
-    const ModelSpec& s = spec_;
-    const int H = s.hidden_dim;
     // gate/up: act_fn(gate_proj(x)) * up_proj(x), one dispatch
     products_.clear();
     Product gu{L.w.w_gate, h_.data(), gate_.data()};
@@ -341,19 +326,25 @@ void HostLayers::dense_ffn(const Layer& L, float* x) {
     products_.push_back(gu);
     run_products(products_);
     // down_proj(...), then (Gemma: post_feedforward_layernorm) and the residual add
+    add_projection(L.w.w_down, gate_.data(), L.b_down, spec_.sandwich_norm ? &L.ffn_post_norm : nullptr, x);
+}
+
+void HostLayers::add_projection(const TensorView* w, const float* in, const std::vector<float>& b,
+                                const std::vector<float>* post_norm, float* x) {
+    const int H = spec_.hidden_dim;
     products_.clear();
-    if (s.sandwich_norm) {
-        products_.push_back({L.w.w_down, gate_.data(), tmp_.data()});
+    if (post_norm) {  // the projection (and its bias) normalized alone, then added
+        products_.push_back({w, in, tmp_.data()});
         run_products(products_);
-        if (!L.b_down.empty())
-            for (int i = 0; i < H; ++i) tmp_[size_t(i)] += L.b_down[size_t(i)];
-        cpu::rmsnorm_f32(tmp_.data(), L.ffn_post_norm.data(), s.norm_weight_offset, s.norm_eps, tmp_.data(), H);
+        if (!b.empty())
+            for (int i = 0; i < H; ++i) tmp_[size_t(i)] += b[size_t(i)];
+        cpu::rmsnorm_f32(tmp_.data(), post_norm->data(), spec_.norm_weight_offset, spec_.norm_eps, tmp_.data(), H);
         for (int i = 0; i < H; ++i) x[i] += tmp_[size_t(i)];
-    } else {
-        products_.push_back({L.w.w_down, gate_.data(), x, true});
+    } else {  // the residual add rides in the GEMV (accumulate), the bias after it
+        products_.push_back({w, in, x, true});
         run_products(products_);
-        if (!L.b_down.empty())
-            for (int i = 0; i < H; ++i) x[i] += L.b_down[size_t(i)];
+        if (!b.empty())
+            for (int i = 0; i < H; ++i) x[i] += b[size_t(i)];
     }
 }
 

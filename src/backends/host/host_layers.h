@@ -85,6 +85,9 @@ private:
     // pos (stored into the cache by the first query head of its group), then attends.
     void attend_head(const Layer& L, int hh, int pos, AttnScratch& sc);
     void dense_ffn(const Layer& L, float* x);
+    // x += post_norm(W in + b) (the o and down projections; post_norm: Gemma's sandwich norm, or null)
+    void add_projection(const TensorView* w, const float* in, const std::vector<float>& b, const std::vector<float>* post_norm,
+                        float* x);
     void moe_ffn(const Layer& L, float* x);
 
     ModelSpec spec_;
