@@ -238,8 +238,10 @@ int chat(const Opts& o) {
             if (st.stop_reason == "interrupted") log::info("(reply stopped)");
             else if (st.stop_reason == "context full")
                 log::warn("the context ({} tokens) is full: /reset to go on", m.backend->context_size());
-            log::debug("turn: prompt {} tokens ({} reused from the cache, {} fed in {:.0f} ms) | generated {} tokens, {:.1f} tok/s | stop: {}",
-                       st.prompt_tokens, st.reused_tokens, st.fed_tokens, st.prefill_seconds * 1e3, st.generated_tokens,
+            log::debug("turn: prompt {} tokens ({} reused from the cache{}, {} fed in {:.0f} ms) | generated {} tokens, {:.1f} tok/s | stop: {}",
+                       st.prompt_tokens, st.reused_tokens,
+                       st.recomputed_tokens ? fmt::format(", {} recomputed: the recurrent state has no checkpoint there", st.recomputed_tokens) : "",
+                       st.fed_tokens, st.prefill_seconds * 1e3, st.generated_tokens,
                        st.decode_seconds > 0 ? st.decode_steps / st.decode_seconds : 0.0, st.stop_reason);
         } catch (const Error& e) {
             // Piped, the turns after a failed one would answer a conversation that lacks it: the

@@ -85,8 +85,14 @@ int run(const Opts& o) {
                s.n_layers, s.hidden_dim, s.n_heads, s.n_kv_heads, s.head_dim, s.ffn_dim, s.vocab_size, s.max_context);
     fmt::print("norm         rms eps {:g}{}{}{}\n", s.norm_eps, s.norm_weight_offset != 0 ? "  (1+w) weights" : "",
                s.qk_norm ? "  q/k norm" : "", s.sandwich_norm ? "  sandwich norms" : "");
-    fmt::print("attention    scale {:g}{}{}{}\n", s.attn_scale, s.qkv_bias ? "  qkv bias" : "", s.o_bias ? "  o bias" : "",
-               s.sliding_window ? fmt::format("  sliding window {}", s.sliding_window) : "");
+    fmt::print("attention    scale {:g}{}{}{}{}\n", s.attn_scale, s.qkv_bias ? "  qkv bias" : "", s.o_bias ? "  o bias" : "",
+               s.sliding_window ? fmt::format("  sliding window {}", s.sliding_window) : "",
+               s.attn_output_gate ? "  sigmoid output gate" : "");
+    if (s.has_delta_net()) {
+        const tt::DeltaNetSpec& d = s.delta_net;
+        fmt::print("linear attn  gated DeltaNet: heads {}/{} (q,k/v)  head dims {}/{}  conv {}  state {} a layer\n", d.n_k_heads,
+                   d.n_v_heads, d.k_head_dim, d.v_head_dim, d.conv_kernel, tt::format_bytes(double(d.state_bytes())));
+    }
     auto rope_str = [](const tt::RopeSpec& r) {
         std::string out = fmt::format("theta {:g}  rotary_dim {}  scaling {}", r.theta, r.rotary_dim, tt::rope_scaling_name(r.scaling));
         if (r.scaling != tt::RopeScaling::none) out += fmt::format(" (factor {:g})", r.factor);
@@ -96,10 +102,11 @@ int run(const Opts& o) {
     if (!(s.rope_local == s.rope)) fmt::print("rope (local) {}\n", rope_str(s.rope_local));
     std::string kinds;
     for (const auto& l : s.layers) {
-        kinds += l.attn == tt::AttnKind::full ? 'F' : 'S';
+        kinds += l.mixer == tt::MixerKind::delta_net ? 'L' : l.attn == tt::AttnKind::full ? 'F' : 'S';
         if (s.has_moe()) kinds += l.ffn == tt::FfnKind::moe ? "e " : "d ";
     }
-    fmt::print("layers       {} (F full, S sliding attention{})\n", kinds, s.has_moe() ? "; e experts, d dense MLP" : "");
+    fmt::print("layers       {} (F full, S sliding attention{}{})\n", kinds, s.has_delta_net() ? ", L linear attention" : "",
+               s.has_moe() ? "; e experts, d dense MLP" : "");
     fmt::print("mlp          gated {}{}\n", tt::activation_name(s.activation), s.mlp_bias ? " with biases" : "");
     if (s.has_moe()) {
         const nlohmann::json e = experts_json(a, s);

@@ -128,8 +128,10 @@ LoadedModel load_model(const ModelArgs& a, int needed_context) {
 
 void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     BackendOptions bo;
-    bo.device = a.device.empty() ? default_device() : a.device;
-    if (a.device.empty()) log::info("device: {} ({})", bo.device, bo.device == "cpu" ? "no usable GPU found" : "GPU found");
+    std::string why;
+    bo.device = a.device.empty() ? default_device(spec, &why) : a.device;
+    if (a.device.empty())
+        log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);
     if (a.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", a.context, spec.max_context);
     bo.n_threads = a.threads;

@@ -243,8 +243,14 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
         if (used.insert(p.hf_name).second) total_in += t.nbytes;
     }
     std::vector<std::string> unused;
-    for (const auto& [name, view] : ck.tensors)
-        if (!used.count(name)) unused.push_back(name);
+    std::map<std::string, int> skipped_parts;  // the parts of an image-text checkpoint not run, by name
+    for (const auto& [name, view] : ck.tensors) {
+        if (used.count(name)) continue;
+        if (const std::string_view part = hf_skipped_part(name); !part.empty()) ++skipped_parts[std::string(part)];
+        else unused.push_back(name);
+    }
+    for (const auto& [part, n] : skipped_parts)
+        log::info("note: {} ({} tensor(s)) is skipped: ThinTensor runs the text model", part, n);
     if (!unused.empty()) {
         // Tied checkpoints often still carry lm_head.weight; anything else is worth a word.
         const bool only_tied_head = unused.size() == 1 && unused[0] == "lm_head.weight" && spec.tied_embeddings;

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <climits>
+#include <optional>
 #include <cmath>
 
 namespace tt {
@@ -22,7 +23,13 @@ constexpr ArchEntry k_archs[] = {
     {"Qwen2ForCausalLM", Arch::qwen2, false},  {"Qwen3ForCausalLM", Arch::qwen3, false},
     {"Phi3ForCausalLM", Arch::phi3, false},    {"Gemma3ForCausalLM", Arch::gemma3, true},
     {"Qwen3MoeForCausalLM", Arch::qwen3_moe, false}, {"MixtralForCausalLM", Arch::mixtral, false},
+    // Qwen3.5: the text model alone, and the published image-text layout (config under
+    // text_config, weights under model.language_model.*; tensor_names.cpp) whose text part runs.
+    {"Qwen3_5ForCausalLM", Arch::qwen3_5, false}, {"Qwen3_5ForConditionalGeneration", Arch::qwen3_5, false},
+    {"Qwen3_5MoeForCausalLM", Arch::qwen3_5_moe, false}, {"Qwen3_5MoeForConditionalGeneration", Arch::qwen3_5_moe, false},
 };
+
+bool is_qwen3_5(Arch a) { return a == Arch::qwen3_5 || a == Arch::qwen3_5_moe; }
 
 // Which layers are mixtures of experts, and their sizes (transformers' Qwen3MoeDecoderLayer /
 // MixtralDecoderLayer / Qwen2MoeDecoderLayer).
@@ -38,6 +45,10 @@ void parse_moe(const ConfigFields& c, ModelSpec& s) {
     if (s.arch == Arch::mixtral) {
         // MixtralBlockSparseTop2MLP: the experts are intermediate_size wide; top-k always renormalised.
         m.expert_ffn_dim = s.ffn_dim;
+        m.norm_topk = true;
+    } else if (s.arch == Arch::qwen3_5_moe) {
+        // Qwen3_5MoeTopKRouter renormalises the kept probabilities always (no norm_topk_prob).
+        m.expert_ffn_dim = int(c.req_int("moe_intermediate_size", 1, spec_limits::width));
         m.norm_topk = true;
     } else {
         m.expert_ffn_dim = int(c.req_int("moe_intermediate_size", 1, spec_limits::width));
@@ -124,6 +135,11 @@ void check_generation_fields(const ConfigFields& g) {
     (void)g.opt_int("top_k", 0, 0, INT32_MAX);
 }
 
+// The spec from the text model's fields `c` (config.json itself, or its text_config); `top` is
+// config.json's top level, `s` has the architecture filled in.
+ModelSpec spec_from_text_config(const ConfigFields& c, const ConfigFields& top, const ConfigFields& g, bool default_tied,
+                                ModelSpec s, const std::string& ctx);
+
 }  // namespace
 
 std::vector<std::string> supported_architectures() {
@@ -148,6 +164,20 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     ModelSpec s;
     s.arch = entry->arch;
     s.hf_architecture = hf_arch;
+    // An image-text checkpoint keeps the text model's configuration in text_config; the special
+    // tokens and tie_word_embeddings may sit at either level (the text level wins).
+    std::optional<ConfigFields> text;
+    if (hf_arch.ends_with("ForConditionalGeneration")) {
+        text = c.opt_object("text_config");
+        if (!text) fail("{}: {} keeps the text model's configuration in 'text_config', which is missing", ctx, hf_arch);
+    }
+    const ConfigFields& top = c;
+    return spec_from_text_config(text ? *text : top, top, g, entry->default_tied, std::move(s), ctx);
+}
+
+namespace {
+ModelSpec spec_from_text_config(const ConfigFields& c, const ConfigFields& top, const ConfigFields& g, bool default_tied,
+                                ModelSpec s, const std::string& ctx) {
     s.n_layers = int(c.req_int("num_hidden_layers", 1, spec_limits::layers));
     s.hidden_dim = int(c.req_int("hidden_size", 1, spec_limits::width));
     s.n_heads = int(c.req_int("num_attention_heads", 1, spec_limits::heads));
@@ -157,7 +187,7 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     s.vocab_size = int(c.req_int("vocab_size", 1, spec_limits::vocab));
     s.max_context = int(c.opt_int("max_position_embeddings", 2048, 1, spec_limits::positions));
     s.norm_eps = float(c.opt_num("rms_norm_eps", 1e-6));
-    s.tied_embeddings = c.opt_bool("tie_word_embeddings", entry->default_tied);
+    s.tied_embeddings = c.opt_bool("tie_word_embeddings", top.opt_bool("tie_word_embeddings", default_tied));
     s.attn_scale = float(1.0 / std::sqrt(double(s.head_dim)));
 
     const bool attention_bias = c.opt_bool("attention_bias", false);
@@ -167,7 +197,7 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     default: s.qkv_bias = s.o_bias = attention_bias; break;
     }
     s.mlp_bias = c.opt_bool("mlp_bias", false);
-    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe || s.arch == Arch::gemma3;
+    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe || s.arch == Arch::gemma3 || is_qwen3_5(s.arch);
 
     // Activation of the gated MLP.
     const std::string act = c.has("hidden_activation") ? c.opt_str("hidden_activation", "") : c.opt_str("hidden_act", "silu");
@@ -187,6 +217,7 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
         for (int i = 0; i < s.n_layers; ++i) {
             const std::string& t = (*layer_types)[size_t(i)];
             if (t == "sliding_attention") s.layers[size_t(i)].attn = window > 0 ? AttnKind::sliding : AttnKind::full;
+            else if (t == "linear_attention" && is_qwen3_5(s.arch)) s.layers[size_t(i)].mixer = MixerKind::delta_net;
             else if (t != "full_attention") fail("{}: layer type '{}' is not supported", ctx, t);
         }
     } else if (s.arch == Arch::gemma3) {
@@ -199,7 +230,21 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     }
     bool any_sliding = false;
     for (const auto& l : s.layers) any_sliding |= l.attn == AttnKind::sliding;
-    if (s.arch == Arch::qwen3_moe || s.arch == Arch::mixtral) parse_moe(c, s);
+    if (s.arch == Arch::qwen3_moe || s.arch == Arch::mixtral || s.arch == Arch::qwen3_5_moe) parse_moe(c, s);
+    if (is_qwen3_5(s.arch)) {
+        // Qwen3_5GatedDeltaNet's sizes (only read when a layer is linear attention).
+        if (s.has_delta_net()) {
+            DeltaNetSpec& d = s.delta_net;
+            d.n_k_heads = int(c.req_int("linear_num_key_heads", 1, spec_limits::heads));
+            d.n_v_heads = int(c.req_int("linear_num_value_heads", 1, spec_limits::heads));
+            d.k_head_dim = int(c.req_int("linear_key_head_dim", 1, spec_limits::head_dim));
+            d.v_head_dim = int(c.req_int("linear_value_head_dim", 1, spec_limits::head_dim));
+            d.conv_kernel = int(c.req_int("linear_conv_kernel_dim", 1, spec_limits::conv_kernel));
+        }
+        // Qwen3_5Attention: q_proj holds [query | gate] per head; Qwen3_5RMSNorm is (1 + w).
+        s.attn_output_gate = true;
+        s.norm_weight_offset = 1.0f;
+    }
     s.sliding_window = any_sliding ? window : 0;
 
     // RoPE. Gemma 3 has one parameter set per layer type.
@@ -239,6 +284,7 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     // note: both files are read (and checked) even when generation_config.json decides.
     auto ids = [&](const char* key) {
         auto from_config = c.opt_int_list(key, 0, spec_limits::token_id);
+        if (!from_config && &c != &top) from_config = top.opt_int_list(key, 0, spec_limits::token_id);
         auto v = g.opt_int_list(key, 0, spec_limits::token_id);
         return v ? v : from_config;
     };
@@ -249,5 +295,6 @@ ModelSpec spec_from_hf_config(const nlohmann::json& config, const nlohmann::json
     validate_spec(s, ctx);
     return s;
 }
+}  // namespace
 
 }  // namespace tt

@@ -15,14 +15,15 @@ struct EnumName {
 };
 constexpr EnumName<Arch> k_arch_names[] = {{Arch::llama, "llama"}, {Arch::mistral, "mistral"}, {Arch::qwen2, "qwen2"},
                                            {Arch::qwen3, "qwen3"}, {Arch::phi3, "phi3"},       {Arch::gemma3, "gemma3"},
-                                           {Arch::qwen3_moe, "qwen3_moe"}, {Arch::mixtral, "mixtral"}};
+                                           {Arch::qwen3_moe, "qwen3_moe"}, {Arch::mixtral, "mixtral"},
+                                           {Arch::qwen3_5, "qwen3_5"}, {Arch::qwen3_5_moe, "qwen3_5_moe"}};
 constexpr EnumName<Activation> k_act_names[] = {{Activation::silu, "silu"}, {Activation::gelu_tanh, "gelu_tanh"}};
 constexpr EnumName<RopeScaling> k_rope_names[] = {{RopeScaling::none, "none"},
                                                   {RopeScaling::linear, "linear"},
                                                   {RopeScaling::llama3, "llama3"},
                                                   {RopeScaling::yarn, "yarn"}};
 constexpr EnumName<AttnKind> k_attn_names[] = {{AttnKind::full, "full"}, {AttnKind::sliding, "sliding"}};
-constexpr EnumName<MixerKind> k_mixer_names[] = {{MixerKind::attention, "attention"}};
+constexpr EnumName<MixerKind> k_mixer_names[] = {{MixerKind::attention, "attention"}, {MixerKind::delta_net, "delta_net"}};
 constexpr EnumName<FfnKind> k_ffn_names[] = {{FfnKind::dense, "dense"}, {FfnKind::moe, "moe"}};
 
 template <typename E, size_t N>
@@ -76,6 +77,11 @@ std::string_view mixer_name(MixerKind k) { return to_name(k_mixer_names, k); }
 std::string_view ffn_name(FfnKind k) { return to_name(k_ffn_names, k); }
 
 bool ModelSpec::has_moe() const { return n_moe_layers() > 0; }
+bool ModelSpec::has_delta_net() const {
+    for (const auto& l : layers)
+        if (l.mixer == MixerKind::delta_net) return true;
+    return false;
+}
 int ModelSpec::n_moe_layers() const {
     int n = 0;
     for (const auto& l : layers) n += l.ffn == FfnKind::moe;
@@ -89,11 +95,19 @@ uint64_t count_params(const ModelSpec& s, uint64_t experts_counted) {
     auto mlp = [&](uint64_t f) { return 3 * h * f + (s.mlp_bias ? 2 * f + h : 0); };
     uint64_t n = uint64_t(s.vocab_size) * h + h;
     if (!s.tied_embeddings) n += uint64_t(s.vocab_size) * h;
+    const DeltaNetSpec& d = s.delta_net;
     for (const LayerSpec& l : s.layers) {
-        uint64_t per_layer = h * q + 2 * h * kv + q * h + 2 * h;
-        if (s.qkv_bias) per_layer += q + 2 * kv;
-        if (s.o_bias) per_layer += h;
-        if (s.qk_norm) per_layer += 2 * uint64_t(s.head_dim);
+        uint64_t per_layer = 2 * h;  // the two norms
+        if (l.mixer == MixerKind::delta_net) {
+            const uint64_t cd = uint64_t(d.conv_dim()), vd = uint64_t(d.value_dim()), hv = uint64_t(d.n_v_heads);
+            // in_proj_qkv, in_proj_z, in_proj_b/a, conv1d, dt_bias, A_log, norm, out_proj
+            per_layer += h * cd + h * vd + 2 * h * hv + cd * uint64_t(d.conv_kernel) + 2 * hv + uint64_t(d.v_head_dim) + vd * h;
+        } else {
+            per_layer += h * uint64_t(s.q_proj_rows()) + 2 * h * kv + q * h;
+            if (s.qkv_bias) per_layer += q + 2 * kv;
+            if (s.o_bias) per_layer += h;
+            if (s.qk_norm) per_layer += 2 * uint64_t(s.head_dim);
+        }
         if (s.sandwich_norm) per_layer += 2 * h;
         if (l.ffn == FfnKind::dense) {
             per_layer += mlp(uint64_t(s.ffn_dim));
@@ -131,6 +145,12 @@ nlohmann::json spec_to_json(const ModelSpec& s) {
             {"sandwich_norm", s.sandwich_norm},
             {"qkv_bias", s.qkv_bias},
             {"o_bias", s.o_bias},
+            {"attn_output_gate", s.attn_output_gate},
+            {"delta_net", {{"n_k_heads", s.delta_net.n_k_heads},
+                           {"n_v_heads", s.delta_net.n_v_heads},
+                           {"k_head_dim", s.delta_net.k_head_dim},
+                           {"v_head_dim", s.delta_net.v_head_dim},
+                           {"conv_kernel", s.delta_net.conv_kernel}}},
             {"attn_scale", s.attn_scale},
             {"attn_softcap", s.attn_softcap},
             {"sliding_window", s.sliding_window},
@@ -180,6 +200,15 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
     s.sandwich_norm = j.req_bool("sandwich_norm");
     s.qkv_bias = j.req_bool("qkv_bias");
     s.o_bias = j.req_bool("o_bias");
+    if (version >= 3) {
+        s.attn_output_gate = j.req_bool("attn_output_gate");
+        const ConfigFields d = j.req_object("delta_net");
+        s.delta_net.n_k_heads = int(d.req_int("n_k_heads", 0, heads));
+        s.delta_net.n_v_heads = int(d.req_int("n_v_heads", 0, heads));
+        s.delta_net.k_head_dim = int(d.req_int("k_head_dim", 0, spec_limits::head_dim));
+        s.delta_net.v_head_dim = int(d.req_int("v_head_dim", 0, spec_limits::head_dim));
+        s.delta_net.conv_kernel = int(d.req_int("conv_kernel", 0, conv_kernel));
+    }
     s.attn_scale = float(j.req_num("attn_scale"));
     s.attn_softcap = float(j.req_num("attn_softcap"));
     s.sliding_window = int(j.req_int("sliding_window", 0, positions));
@@ -251,6 +280,18 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
         if (m.shared_gate && m.shared_ffn_dim == 0) fail("{}: a shared-expert gate without a shared expert", ctx);
     } else if (s.moe != MoeSpec{}) {
         fail("{}: mixture-of-experts sizes given but no layer is a mixture of experts", ctx);
+    }
+    if (s.has_delta_net()) {
+        const DeltaNetSpec& d = s.delta_net;
+        positive(d.n_k_heads, "linear_num_key_heads");
+        positive(d.n_v_heads, "linear_num_value_heads");
+        positive(d.k_head_dim, "linear_key_head_dim");
+        positive(d.v_head_dim, "linear_value_head_dim");
+        positive(d.conv_kernel, "linear_conv_kernel_dim");
+        if (d.n_v_heads % d.n_k_heads != 0)
+            fail("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", ctx, d.n_v_heads, d.n_k_heads);
+    } else if (s.delta_net != DeltaNetSpec{}) {
+        fail("{}: linear-attention sizes given but no layer is a linear-attention layer", ctx);
     }
     for (const RopeSpec* r : {&s.rope, &s.rope_local}) {
         if (r->rotary_dim <= 0 || r->rotary_dim > s.head_dim || r->rotary_dim % 2 != 0)

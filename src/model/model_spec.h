@@ -29,14 +29,15 @@ constexpr int64_t vocab = 1 << 24;
 constexpr int64_t positions = 1 << 24;  // max_context, sliding_window, rope original context
 constexpr int64_t token_id = INT32_MAX;
 constexpr int64_t experts = 1024;       // DeepSeek-V3: 256 routed experts
+constexpr int64_t conv_kernel = 64;     // Qwen3.5's DeltaNet conv: 4
 }  // namespace spec_limits
 
-enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3, qwen3_moe, mixtral };
+enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3, qwen3_moe, mixtral, qwen3_5, qwen3_5_moe };
 enum class Activation { silu, gelu_tanh };  // the gate activation of the gated MLP
 enum class AttnKind { full, sliding };      // attention layers: every key, or a sliding window
-// What mixes information across positions in a layer. Attention today; Qwen3.5's Gated DeltaNet
-// (linear attention) is the next kind.
-enum class MixerKind { attention };
+// What mixes information across positions in a layer: softmax attention over a KV cache, or
+// Qwen3.5's Gated DeltaNet (linear attention over a fixed-size recurrent state, DeltaNetSpec).
+enum class MixerKind { attention, delta_net };
 // What a layer's feed-forward half is: one gated MLP, or a mixture of experts (MoeSpec).
 enum class FfnKind { dense, moe };
 
@@ -65,6 +66,27 @@ struct MoeSpec {
     bool shared_gate = false;
 
     bool operator==(const MoeSpec&) const = default;
+};
+// The Gated DeltaNet mixer shared by every MixerKind::delta_net layer (transformers'
+// Qwen3_5GatedDeltaNet): a fused q|k|v projection through a depthwise causal conv, L2-normalised
+// q/k heads, a per-head decay and learning rate, a recurrent state S [v_heads, k_head_dim,
+// v_head_dim] in place of a KV cache, and an output gated by silu(z) after an RMSNorm.
+struct DeltaNetSpec {
+    int n_k_heads = 0;    // linear_num_key_heads (q and k)
+    int n_v_heads = 0;    // linear_num_value_heads (a multiple of n_k_heads)
+    int k_head_dim = 0;   // linear_key_head_dim
+    int v_head_dim = 0;   // linear_value_head_dim
+    int conv_kernel = 0;  // linear_conv_kernel_dim
+
+    int key_dim() const { return n_k_heads * k_head_dim; }
+    int value_dim() const { return n_v_heads * v_head_dim; }
+    int conv_dim() const { return 2 * key_dim() + value_dim(); }
+    // f32 bytes of one layer's recurrent state: S and the conv's last kernel - 1 inputs.
+    uint64_t state_bytes() const {
+        return 4 * (uint64_t(n_v_heads) * uint64_t(k_head_dim) * uint64_t(v_head_dim) +
+                    uint64_t(conv_dim()) * uint64_t(conv_kernel > 0 ? conv_kernel - 1 : 0));
+    }
+    bool operator==(const DeltaNetSpec&) const = default;
 };
 enum class RopeScaling { none, linear, llama3, yarn };
 
@@ -110,6 +132,9 @@ struct ModelSpec {
     // Attention.
     bool qkv_bias = false;           // biases on q/k/v projections (Qwen2, Llama attention_bias)
     bool o_bias = false;             // bias on the output projection (Llama attention_bias)
+    // Qwen3.5: q_proj yields each head's query and an output gate side by side ([q_h | gate_h],
+    // 2 * head_dim rows a head), and the attention output is multiplied by sigmoid(gate).
+    bool attn_output_gate = false;
     float attn_scale = 0.0f;         // softmax scale; 1/sqrt(head_dim) unless the config says otherwise
     float attn_softcap = 0.0f;       // tanh soft-capping of attention scores; 0 = off
     int sliding_window = 0;          // keys visible to a sliding layer, itself included; 0 = none
@@ -121,6 +146,7 @@ struct ModelSpec {
     Activation activation = Activation::silu;
     bool mlp_bias = false;
     MoeSpec moe;                     // when any layer's ffn is FfnKind::moe
+    DeltaNetSpec delta_net;          // when any layer's mixer is MixerKind::delta_net
 
     // Embeddings and output.
     float embed_scale = 1.0f;        // multiplies the token embeddings (Gemma: sqrt(hidden_dim))
@@ -132,9 +158,14 @@ struct ModelSpec {
     std::vector<int> eos_token_ids;
 
     int q_dim() const { return n_heads * head_dim; }
+    int q_proj_rows() const { return attn_output_gate ? 2 * q_dim() : q_dim(); }
     int kv_dim() const { return n_kv_heads * head_dim; }
     bool sliding(int il) const { return layers[size_t(il)].attn == AttnKind::sliding; }
     bool is_moe(int il) const { return layers[size_t(il)].ffn == FfnKind::moe; }
+    bool is_delta_net(int il) const { return layers[size_t(il)].mixer == MixerKind::delta_net; }
+    // Layers with a KV cache (attention mixers); the others keep a recurrent state.
+    bool has_kv(int il) const { return layers[size_t(il)].mixer == MixerKind::attention; }
+    bool has_delta_net() const;
     bool has_moe() const;
     int n_moe_layers() const;
     const RopeSpec& rope_for_layer(int il) const { return sliding(il) ? rope_local : rope; }
@@ -157,8 +188,9 @@ std::string_view ffn_name(FfnKind k);
 // inconsistent; `context` names the source (spec_from_archive passes "<archive path>: spec").
 // The JSON carries "format_version" (k_spec_version); a spec without one is version 1 (archives
 // written before layers had kinds: "layer_attn" lists attention kinds, every FFN dense), and a
-// version above k_spec_version is refused as written by a newer ThinTensor.
-inline constexpr int k_spec_version = 2;
+// version above k_spec_version is refused as written by a newer ThinTensor. Version 3 added
+// "attn_output_gate" and "delta_net" (Qwen3.5); a version 2 spec has neither.
+inline constexpr int k_spec_version = 3;
 nlohmann::json spec_to_json(const ModelSpec& s);
 ModelSpec spec_from_json(const nlohmann::json& j, const std::string& context = "archive spec");
 // Checks internal consistency (positive dims, heads divide, one LayerSpec per layer, MoE sizes...).

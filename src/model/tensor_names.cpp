@@ -48,6 +48,15 @@ constexpr NameRow k_names[] = {
     {Role::shexp_up, "blk.{}.ffn_up_shexp.weight", "model.layers.{}.mlp.shared_expert.up_proj.weight"},
     {Role::shexp_down, "blk.{}.ffn_down_shexp.weight", "model.layers.{}.mlp.shared_expert.down_proj.weight"},
     {Role::shexp_gate_inp, "blk.{}.ffn_gate_inp_shexp.weight", "model.layers.{}.mlp.shared_expert_gate.weight"},
+    {Role::ssm_in_qkv, "blk.{}.ssm_in_qkv.weight", "model.layers.{}.linear_attn.in_proj_qkv.weight"},
+    {Role::ssm_in_z, "blk.{}.ssm_in_z.weight", "model.layers.{}.linear_attn.in_proj_z.weight"},
+    {Role::ssm_in_b, "blk.{}.ssm_in_b.weight", "model.layers.{}.linear_attn.in_proj_b.weight"},
+    {Role::ssm_in_a, "blk.{}.ssm_in_a.weight", "model.layers.{}.linear_attn.in_proj_a.weight"},
+    {Role::ssm_conv, "blk.{}.ssm_conv.weight", "model.layers.{}.linear_attn.conv1d.weight"},
+    {Role::ssm_dt_bias, "blk.{}.ssm_dt_bias", "model.layers.{}.linear_attn.dt_bias"},
+    {Role::ssm_a_log, "blk.{}.ssm_a_log", "model.layers.{}.linear_attn.A_log"},
+    {Role::ssm_norm, "blk.{}.ssm_norm.weight", "model.layers.{}.linear_attn.norm.weight"},
+    {Role::ssm_out, "blk.{}.ssm_out.weight", "model.layers.{}.linear_attn.out_proj.weight"},
 };
 
 // Architectures whose HF checkpoints name a role differently.
@@ -97,12 +106,18 @@ std::string hf_name(Arch arch, Role r, int layer, int expert) {
     return fill(row(r).hf, layer, expert);
 }
 
+// An image-text checkpoint (Qwen3_5ForConditionalGeneration) nests the text model's weights one
+// level down; its lm_head stays at the top.
+constexpr std::string_view k_text_prefix = "model.", k_nested_text_prefix = "model.language_model.";
+bool nested_text_model(const ModelSpec& s) { return s.hf_architecture.ends_with("ForConditionalGeneration"); }
+
 }  // namespace
 
 int hf_layer_index(std::string_view name) {
     // note: every per-layer row of the table (overrides included) starts with this prefix.
     const std::string_view pattern = row(Role::attn_norm).hf;
     const std::string_view prefix = pattern.substr(0, pattern.find("{}"));
+    if (name.starts_with(k_nested_text_prefix)) name.remove_prefix(k_nested_text_prefix.size() - k_text_prefix.size());
     if (!name.starts_with(prefix)) return -1;
     name.remove_prefix(prefix.size());
     int64_t n = 0;
@@ -110,6 +125,12 @@ int hf_layer_index(std::string_view name) {
     for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 9; ++i) n = n * 10 + (name[i] - '0');
     if (i == 0 || i >= name.size() || name[i] != '.') return -1;
     return int(n);
+}
+
+std::string_view hf_skipped_part(std::string_view name) {
+    if (name.starts_with("model.visual.") || name.starts_with("visual.")) return "the vision tower";
+    if (name.starts_with("mtp.")) return "the multi-token-prediction layer";
+    return {};
 }
 
 std::string tensor_name(Role role, int layer, int expert) { return fill(row(role).internal, layer, expert); }
@@ -120,6 +141,9 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     std::vector<TensorPlan> out;
     auto add = [&](Role r, int layer, Shape shape, const std::string& block, int expert = -1) {
         TensorPlan p{r, layer, tensor_name(r, layer, expert), shape, block, hf_name(s.arch, r, layer, expert), 0, shape, "", expert};
+        if (nested_text_model(s) && p.hf_name.starts_with(k_text_prefix))
+            p.hf_name = std::string(k_nested_text_prefix) + p.hf_name.substr(k_text_prefix.size());
+        if (r == Role::ssm_conv) p.hf_shape = {shape[0], 1, shape[1]};  // nn.Conv1d's [out, in / groups, kernel]
         if (s.arch == Arch::phi3) {  // rows of the fused matrices
             switch (r) {
             case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {q + 2 * kv, h}; break;
@@ -132,26 +156,39 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
         }
         out.push_back(std::move(p));
     };
+    const DeltaNetSpec& d = s.delta_net;
     add(Role::token_embd, -1, {v, h}, "embed");
     if (s.tied_embeddings) out.back().hf_alt_name = row(Role::output).hf;
     for (int il = 0; il < s.n_layers; ++il) {
         const std::string b = fmt::format("layer.{}", il);
         add(Role::attn_norm, il, {h}, b);
-        add(Role::attn_q, il, {q, h}, b);
-        add(Role::attn_k, il, {kv, h}, b);
-        add(Role::attn_v, il, {kv, h}, b);
-        if (s.qkv_bias) {
-            add(Role::attn_q_bias, il, {q}, b);
-            add(Role::attn_k_bias, il, {kv}, b);
-            add(Role::attn_v_bias, il, {kv}, b);
+        if (s.is_delta_net(il)) {
+            add(Role::ssm_in_qkv, il, {d.conv_dim(), h}, b);
+            add(Role::ssm_in_z, il, {d.value_dim(), h}, b);
+            add(Role::ssm_in_b, il, {d.n_v_heads, h}, b);
+            add(Role::ssm_in_a, il, {d.n_v_heads, h}, b);
+            add(Role::ssm_conv, il, {d.conv_dim(), d.conv_kernel}, b);
+            add(Role::ssm_dt_bias, il, {d.n_v_heads}, b);
+            add(Role::ssm_a_log, il, {d.n_v_heads}, b);
+            add(Role::ssm_norm, il, {d.v_head_dim}, b);
+            add(Role::ssm_out, il, {h, d.value_dim()}, b);
+        } else {
+            add(Role::attn_q, il, {s.q_proj_rows(), h}, b);
+            add(Role::attn_k, il, {kv, h}, b);
+            add(Role::attn_v, il, {kv, h}, b);
+            if (s.qkv_bias) {
+                add(Role::attn_q_bias, il, {q}, b);
+                add(Role::attn_k_bias, il, {kv}, b);
+                add(Role::attn_v_bias, il, {kv}, b);
+            }
+            if (s.qk_norm) {
+                add(Role::attn_q_norm, il, {hd}, b);
+                add(Role::attn_k_norm, il, {hd}, b);
+            }
+            add(Role::attn_o, il, {h, q}, b);
+            if (s.o_bias) add(Role::attn_o_bias, il, {h}, b);
+            if (s.sandwich_norm) add(Role::attn_post_norm, il, {h}, b);
         }
-        if (s.qk_norm) {
-            add(Role::attn_q_norm, il, {hd}, b);
-            add(Role::attn_k_norm, il, {hd}, b);
-        }
-        add(Role::attn_o, il, {h, q}, b);
-        if (s.o_bias) add(Role::attn_o_bias, il, {h}, b);
-        if (s.sandwich_norm) add(Role::attn_post_norm, il, {h}, b);
         add(Role::ffn_norm, il, {h}, b);
         if (s.layers[size_t(il)].ffn == FfnKind::dense) {
             add(Role::ffn_gate, il, {f, h}, b);

@@ -17,7 +17,7 @@ enum class Role {
     output_norm,     // [hidden]
     output,          // [vocab, hidden]; absent when embeddings are tied
     attn_norm,       // [hidden]              RMSNorm before attention
-    attn_q,          // [q_dim, hidden]
+    attn_q,          // [q_dim, hidden]; [2 * q_dim, hidden] with attn_output_gate ([q_h | gate_h] per head)
     attn_k,          // [kv_dim, hidden]
     attn_v,          // [kv_dim, hidden]
     attn_o,          // [hidden, q_dim]
@@ -45,6 +45,16 @@ enum class Role {
     shexp_up,        // [shared_ffn, hidden]
     shexp_down,      // [hidden, shared_ffn]
     shexp_gate_inp,  // [1, hidden]           its sigmoid gate
+    // Gated DeltaNet layers (MixerKind::delta_net) have these instead of attn_q ... attn_o.
+    ssm_in_qkv,      // [conv_dim, hidden]    q | k | v, before the conv
+    ssm_in_z,        // [value_dim, hidden]   the output gate
+    ssm_in_b,        // [v_heads, hidden]     beta = sigmoid(b)
+    ssm_in_a,        // [v_heads, hidden]     the decay's input
+    ssm_conv,        // [conv_dim, kernel]    depthwise causal conv (HF: [conv_dim, 1, kernel])
+    ssm_dt_bias,     // [v_heads]
+    ssm_a_log,       // [v_heads]
+    ssm_norm,        // [v_head_dim]          the gated RMSNorm's weight (plain w)
+    ssm_out,         // [hidden, value_dim]
 };
 
 // Internal name: "token_embd.weight", "blk.3.attn_q.weight", "blk.3.expert.17.ffn_gate.weight", ...
@@ -70,10 +80,14 @@ struct TensorPlan {
     int expert = -1;        // expert index of the expert_* roles
 };
 
-// The layer N of a per-layer Hugging Face tensor name ("model.layers.N.…", the table's prefix),
-// or -1 for any other name: lets the converter count the layers a checkpoint holds before it
+// The layer N of a per-layer Hugging Face tensor name ("model.layers.N.…", the table's prefix, or
+// "model.language_model.layers.N.…" of an image-text checkpoint), or -1 for any other name: lets the converter count the layers a checkpoint holds before it
 // builds a plan for the layers its config.json claims.
 int hf_layer_index(std::string_view hf_name);
+
+// The parts of an image-text checkpoint ThinTensor does not run (the vision tower, Qwen3.5's
+// multi-token-prediction layer): a name for the converter's info line, or empty for any other tensor.
+std::string_view hf_skipped_part(std::string_view hf_name);
 
 // Every tensor the spec implies, in archive order (embed, then per layer its block and, for a
 // mixture-of-experts layer, one block per expert, then output).

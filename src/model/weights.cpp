@@ -44,6 +44,15 @@ const TensorView** slot(ModelWeights& w, Role r, int layer, int expert) {
     case Role::shexp_up: return &l.shexp_up;
     case Role::shexp_down: return &l.shexp_down;
     case Role::shexp_gate_inp: return &l.shexp_gate_inp;
+    case Role::ssm_in_qkv: return &l.ssm_in_qkv;
+    case Role::ssm_in_z: return &l.ssm_in_z;
+    case Role::ssm_in_b: return &l.ssm_in_b;
+    case Role::ssm_in_a: return &l.ssm_in_a;
+    case Role::ssm_conv: return &l.ssm_conv;
+    case Role::ssm_dt_bias: return &l.ssm_dt_bias;
+    case Role::ssm_a_log: return &l.ssm_a_log;
+    case Role::ssm_norm: return &l.ssm_norm;
+    case Role::ssm_out: return &l.ssm_out;
     default: TT_ASSERT(false);
     }
 }

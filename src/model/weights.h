@@ -21,7 +21,7 @@ struct ExpertWeights {
 
 struct LayerWeights {
     const TensorView* attn_norm = nullptr;       // [hidden]
-    const TensorView* wq = nullptr;              // [q_dim, hidden]
+    const TensorView* wq = nullptr;              // [q_proj_rows, hidden]
     const TensorView* wk = nullptr;              // [kv_dim, hidden]
     const TensorView* wv = nullptr;              // [kv_dim, hidden]
     const TensorView* wo = nullptr;              // [hidden, q_dim]
@@ -47,6 +47,16 @@ struct LayerWeights {
     const TensorView* shexp_up = nullptr;        // [shared_ffn, hidden]
     const TensorView* shexp_down = nullptr;      // [hidden, shared_ffn]
     const TensorView* shexp_gate_inp = nullptr;  // [1, hidden]          (shared_gate)
+    // MixerKind::delta_net layers (instead of wq ... wo; DeltaNetSpec's sizes):
+    const TensorView* ssm_in_qkv = nullptr;      // [conv_dim, hidden]
+    const TensorView* ssm_in_z = nullptr;        // [value_dim, hidden]
+    const TensorView* ssm_in_b = nullptr;        // [v_heads, hidden]
+    const TensorView* ssm_in_a = nullptr;        // [v_heads, hidden]
+    const TensorView* ssm_conv = nullptr;        // [conv_dim, kernel]
+    const TensorView* ssm_dt_bias = nullptr;     // [v_heads]
+    const TensorView* ssm_a_log = nullptr;       // [v_heads]
+    const TensorView* ssm_norm = nullptr;        // [v_head_dim]
+    const TensorView* ssm_out = nullptr;         // [hidden, value_dim]
 };
 
 struct ModelWeights {

@@ -48,8 +48,16 @@ public:
     virtual int context_size() const = 0;
     // Tokens currently in the KV cache.
     virtual int n_past() const = 0;
-    // Drops cache entries from position n on (n <= n_past): /reset, or a chat turn that reuses a prefix.
+    // Drops cache entries from position n on (n <= n_past): /reset, or a chat turn that reuses a
+    // prefix. n must be restorable(n); anything else throws tt::Error.
     virtual void rewind(int n) = 0;
+    // The largest position <= n (and <= n_past) rewind() can return to. A KV cache keeps every
+    // position; a recurrent state (Qwen3.5's linear-attention layers) cannot be undone, only
+    // restored: such a backend returns to 0, to n_past, and to the positions of its checkpoints.
+    virtual int restorable(int n) const { return n < n_past() ? n : n_past(); }
+    // Keeps the state at n_past as a checkpoint rewind() can return to (a chat session takes one
+    // after each turn's prompt). A no-op where every position is restorable.
+    virtual void checkpoint() {}
 
     // Runs tokens at positions [n_past, n_past + tokens.size()), appends them to the cache, and
     // returns logits: [tokens.size(), vocab] when all_logits, else [vocab] for the last token.
@@ -84,6 +92,12 @@ struct BackendOptions {
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt);
 // "cuda" when this build has the CUDA backend and a GPU is visible, else "cpu".
 std::string default_device();
+struct ModelSpec;
+// The same for a model: "cpu" also when the model has layers only the CPU reference runs (Qwen3.5's
+// linear attention), with the reason in *why.
+std::string default_device(const ModelSpec& spec, std::string* why);
+// Why `spec` cannot run on a device other than the CPU reference in this build, or "" when it can.
+std::string cpu_only_reason(const ModelSpec& spec);
 
 }  // namespace tt
 

@@ -110,9 +110,13 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     TT_ASSERT(int(cached_.size()) == backend_.n_past());
 
     // Reuse the longest common prefix, but feed at least one token: its logits start the reply.
+    // A recurrent state (Qwen3.5) goes back only to a checkpoint: the end of an earlier turn's
+    // prompt, or of its reply; the tokens between that and the prefix are computed again.
     size_t keep = 0;
     while (keep < cached_.size() && keep < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
     keep = std::min(keep, prompt.size() - 1);
+    const size_t common = keep;
+    keep = size_t(backend_.restorable(int(keep)));
     backend_.rewind(int(keep));
     cached_.resize(keep);
     messages_ = std::move(next_messages);
@@ -120,12 +124,14 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     ChatTurnStats st;
     st.prompt_tokens = int(prompt.size());
     st.reused_tokens = int(keep);
+    st.recomputed_tokens = int(common - keep);
     st.fed_tokens = int(prompt.size() - keep);
     GenerateOptions go;
     go.max_tokens = opt_.max_tokens;
     go.eos_ids = opt_.stop_ids;
     go.stop = opt_.stop;
     go.should_stop = should_stop;
+    go.after_prefill = [this] { backend_.checkpoint(); };
     const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
     GenerateStats g;
     try {
@@ -147,6 +153,7 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     // The cache now holds the prompt and every reply token but the last one sampled (not fed).
     cached_ = prompt;
     cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + (backend_.n_past() - ptrdiff_t(prompt.size())));
+    backend_.checkpoint();
     st.prefill_seconds = g.prefill_seconds;
     st.decode_seconds = g.decode_seconds;
     st.decode_steps = g.decode_steps;

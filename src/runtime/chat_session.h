@@ -38,6 +38,7 @@ struct ChatOptions {
 struct ChatTurnStats {
     int prompt_tokens = 0;         // the rendered conversation, in tokens
     int reused_tokens = 0;         // of those, already in the KV cache (not computed again)
+    int recomputed_tokens = 0;     // in the cache, but computed again: a recurrent state cannot go back to them
     int fed_tokens = 0;            // prompt_tokens - reused_tokens: what this turn prefilled
     int generated_tokens = 0;
     double prefill_seconds = 0;    // feeding the new suffix, up to the first token's logits

@@ -86,6 +86,7 @@ GenerateStats generate(Backend& backend, const Tokenizer* tok, std::span<const i
     const auto t0 = Clock::now();
     int32_t next = backend.forward_sample(prompt, sampler, history);
     st.prefill_seconds = seconds_since(t0);
+    if (opt.after_prefill) opt.after_prefill();
     const auto t_decode = Clock::now();
     for (;;) {
         if (st.generated_tokens == 0) st.time_to_first_token = seconds_since(t0);

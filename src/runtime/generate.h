@@ -25,6 +25,7 @@ struct GenerateOptions {
     std::vector<std::string> stop;   // stop strings (not printed; an empty one is an error)
     std::vector<int32_t> eos_ids;    // stop tokens (not printed)
     std::function<bool()> should_stop;  // polled after each token; true ends with "interrupted"
+    std::function<void()> after_prefill;  // called once the prompt is in the cache (a chat's checkpoint)
 };
 
 struct GenerateStats {

@@ -50,14 +50,22 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
     // The backend's own buffers, from the lists it allocates from, then what cuBLAS, the graph and
     // the allocator take beside them.
     const int chunk = prefill_chunk_tokens(context);
-    const uint64_t kv = 2 * uint64_t(s.n_layers) * kv_cache_layer_bytes(s, context, weights);
-    return {
-        {fmt::format("KV cache ({} positions)", context), kv},
+    // Attention layers keep a KV cache; linear-attention layers a fixed-size recurrent state instead
+    // (resident: it is read and written every token).
+    int n_kv = 0, n_state = 0;
+    for (int il = 0; il < s.n_layers; ++il) (s.has_kv(il) ? n_kv : n_state)++;
+    const uint64_t kv = 2 * uint64_t(n_kv) * kv_cache_layer_bytes(s, context, weights);
+    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{})", context,
+                                               n_state ? fmt::format(", {} attention layers", n_kv) : ""), kv}};
+    if (n_state)
+        lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state), uint64_t(n_state) * s.delta_net.state_bytes()});
+    for (MemLine& l : std::vector<MemLine>{
         {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1))},
         {"decode activations", total_bytes(decode_buffers(s, k_max_decode_splits))},
         {"cuBLAS workspace", k_cublas_workspace},
         {"allocator slack (graph, events)", k_alloc_slack},
-    };
+    }) lines.push_back(std::move(l));
+    return lines;
 }
 
 double prefill_flops(const ModelSpec& s, int n) {

@@ -4,6 +4,7 @@
 // tested against this one.
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/delta_net.h"
 #include "backends/cpu/moe.h"
 #include "backends/cpu/ops.h"
 #include "core/error.h"
@@ -27,8 +28,17 @@ public:
           rope_(make_rope_table(spec_.rope)), rope_local_(make_rope_table(spec_.rope_local)) {
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
         const size_t kv = size_t(n_ctx_) * size_t(spec_.kv_dim());
-        k_cache_.assign(size_t(spec_.n_layers), std::vector<float>(kv));
-        v_cache_.assign(size_t(spec_.n_layers), std::vector<float>(kv));
+        k_cache_.resize(size_t(spec_.n_layers));
+        v_cache_.resize(size_t(spec_.n_layers));
+        delta_.resize(size_t(spec_.n_layers));
+        for (int il = 0; il < spec_.n_layers; ++il) {
+            if (spec_.has_kv(il)) {
+                k_cache_[size_t(il)].assign(kv, 0.0f);
+                v_cache_[size_t(il)].assign(kv, 0.0f);
+            } else {
+                init_delta_layer(il);
+            }
+        }
         // note: transformers multiplies embeddings by embed_scale held in the weights' dtype, so a
         // bf16 Gemma scales by sqrt(hidden) rounded to bf16.
         embed_scale_ = spec_.embed_scale;
@@ -39,10 +49,16 @@ public:
     std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
-    void rewind(int n) override {
-        TT_ASSERT(n >= 0 && n <= n_past_);
-        n_past_ = n;
+    // A KV cache keeps every position; a DeltaNet state only the positions of its checkpoints.
+    int restorable(int n) const override {
+        if (!spec_.has_delta_net() || n >= n_past_) return std::min(n, n_past_);
+        int best = 0;
+        for (const auto& c : checkpoints_)
+            if (c.pos <= n) best = std::max(best, c.pos);
+        return best;
     }
+    void checkpoint() override;
+    void rewind(int n) override;
 
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
 
@@ -55,6 +71,25 @@ private:
     // MixtralSparseMoeBlock; the shared expert of Qwen2MoeSparseMoeBlock).
     void moe(const LayerWeights& L, const float* x, int n, float* out);
 
+    // A DeltaNet mixer (transformers' Qwen3_5GatedDeltaNet) on x [n, hidden]: out [n, hidden].
+    void delta_net(const LayerWeights& L, int il, const float* x, int n, float* out);
+    // Softmax attention of layer il on x [n, hidden] at positions n_past + t: out [n, hidden].
+    void attention(const LayerWeights& L, int il, const float* x, int n, float* out);
+
+    // One DeltaNet layer's recurrent state and its small weights widened to f32 once.
+    struct DeltaLayer {
+        std::vector<float> state, conv_state;           // S [Hv, dk, dv], [conv_dim, K - 1]
+        std::vector<float> conv_w, a_log, dt_bias, norm_w;
+    };
+    void init_delta_layer(int il);
+    // The recurrent states at a position, to which rewind() can return (chat turns).
+    struct Checkpoint {
+        int pos = 0;
+        std::vector<std::vector<float>> state, conv_state;  // per layer (empty for attention layers)
+    };
+    static constexpr size_t k_max_checkpoints = 8;
+    static constexpr int k_delta_chunk = 64;  // transformers' chunk_size
+
     ModelSpec spec_;
     ModelWeights w_;
     ThreadPool pool_;
@@ -62,9 +97,67 @@ private:
     float embed_scale_ = 1.0f;
     int n_ctx_ = 0;
     int n_past_ = 0;
-    std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * kv_dim]
+    std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * kv_dim] (attention layers)
+    std::vector<DeltaLayer> delta_;                       // [layer] (DeltaNet layers)
+    std::vector<Checkpoint> checkpoints_;                 // oldest first
     std::vector<float> logits_;
 };
+
+void CpuBackend::init_delta_layer(int il) {
+    const DeltaNetSpec& d = spec_.delta_net;
+    const LayerWeights& L = w_.layers[size_t(il)];
+    DeltaLayer& D = delta_[size_t(il)];
+    D.state.assign(size_t(d.n_v_heads) * size_t(d.k_head_dim) * size_t(d.v_head_dim), 0.0f);
+    D.conv_state.assign(size_t(d.conv_dim()) * size_t(d.conv_kernel - 1), 0.0f);
+    auto widen = [](const TensorView& t) {
+        std::vector<float> out(size_t(t.numel()));
+        const int64_t rows = t.shape.size() > 1 ? t.shape[0] : 1, cols = int64_t(out.size()) / rows;
+        for (int64_t r = 0; r < rows; ++r) cpu::read_row(t, r, &out[size_t(r * cols)]);
+        return out;
+    };
+    D.conv_w = widen(*L.ssm_conv);
+    D.a_log = widen(*L.ssm_a_log);
+    D.dt_bias = widen(*L.ssm_dt_bias);
+    D.norm_w = widen(*L.ssm_norm);
+}
+
+void CpuBackend::checkpoint() {
+    if (!spec_.has_delta_net()) return;
+    std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos == n_past_; });
+    Checkpoint c;
+    c.pos = n_past_;
+    for (const auto& D : delta_) {
+        c.state.push_back(D.state);
+        c.conv_state.push_back(D.conv_state);
+    }
+    checkpoints_.push_back(std::move(c));
+    if (checkpoints_.size() > k_max_checkpoints) checkpoints_.erase(checkpoints_.begin());
+}
+
+void CpuBackend::rewind(int n) {
+    TT_ASSERT(n >= 0 && n <= n_past_);
+    if (spec_.has_delta_net() && n != n_past_) {
+        if (restorable(n) != n)
+            fail("rewind to position {}: the model's recurrent (linear-attention) state cannot go back there; positions "
+                 "it can return to: 0, {} and its checkpoints", n, n_past_);
+        // Checkpoints past n describe a future that is being dropped.
+        std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos > n; });
+        const Checkpoint* from = nullptr;
+        for (const auto& c : checkpoints_)
+            if (c.pos == n) from = &c;
+        for (size_t il = 0; il < delta_.size(); ++il) {
+            DeltaLayer& D = delta_[il];
+            if (from) {
+                D.state = from->state[il];
+                D.conv_state = from->conv_state[il];
+            } else {  // position 0: the zero state
+                std::fill(D.state.begin(), D.state.end(), 0.0f);
+                std::fill(D.conv_state.begin(), D.conv_state.end(), 0.0f);
+            }
+        }
+    }
+    n_past_ = n;
+}
 
 std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool all_logits) {
     const ModelSpec& s = spec_;
@@ -72,11 +165,10 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
     if (n == 0) fail("forward: no tokens");
     if (n_past_ + n > n_ctx_)
         fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
-    const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), HD = s.head_dim;
+    const int H = s.hidden_dim;
     const size_t un = size_t(n);
 
-    std::vector<float> x(un * size_t(H)), h(un * size_t(H)), q(un * size_t(Q)), k(un * size_t(KV)), v(un * size_t(KV));
-    std::vector<float> att(un * size_t(Q)), o(un * size_t(H));
+    std::vector<float> x(un * size_t(H)), h(un * size_t(H)), o(un * size_t(H));
 
     // inputs_embeds = embed_tokens(input_ids) (* embed_scale for Gemma)
     for (int t = 0; t < n; ++t) {
@@ -88,54 +180,12 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
 
     for (int il = 0; il < s.n_layers; ++il) {
         const LayerWeights& L = w_.layers[size_t(il)];
-        const bool sliding = s.sliding(il);
-        const RopeTable& rope = sliding ? rope_local_ : rope_;
-
         // hidden_states = self.input_layernorm(hidden_states)
         for (int t = 0; t < n; ++t)
             cpu::rmsnorm(&x[size_t(t) * size_t(H)], *L.attn_norm, s.norm_weight_offset, s.norm_eps, &h[size_t(t) * size_t(H)], H);
-        // q/k/v = self.q_proj(hidden_states) ...
-        cpu::linear(pool_, h.data(), n, *L.wq, L.bq, q.data());
-        cpu::linear(pool_, h.data(), n, *L.wk, L.bk, k.data());
-        cpu::linear(pool_, h.data(), n, *L.wv, L.bv, v.data());
-        for (int t = 0; t < n; ++t) {
-            const int pos = n_past_ + t;
-            for (int hh = 0; hh < s.n_heads; ++hh) {
-                float* qh = &q[size_t(t) * size_t(Q) + size_t(hh * HD)];
-                // Qwen3/Gemma3: query_states = self.q_norm(q.view(hidden_shape)), per head
-                if (s.qk_norm) cpu::rmsnorm(qh, *L.q_norm, s.norm_weight_offset, s.norm_eps, qh, HD);
-                // apply_rotary_pos_emb(q, k, cos, sin)
-                apply_rope(qh, pos, rope);
-            }
-            for (int hh = 0; hh < s.n_kv_heads; ++hh) {
-                float* kh = &k[size_t(t) * size_t(KV) + size_t(hh * HD)];
-                if (s.qk_norm) cpu::rmsnorm(kh, *L.k_norm, s.norm_weight_offset, s.norm_eps, kh, HD);
-                apply_rope(kh, pos, rope);
-            }
-            // past_key_values.update(key_states, value_states, layer_idx)
-            std::copy_n(&k[size_t(t) * size_t(KV)], KV, &k_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
-            std::copy_n(&v[size_t(t) * size_t(KV)], KV, &v_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
-        }
-        // attn_output = softmax(q k^T * scaling + causal/sliding mask) v, with GQA (repeat_kv)
-        const int group = s.n_heads / s.n_kv_heads;
-        auto attend = [&](size_t b, size_t e) {
-            std::vector<float> scores(size_t(n_past_ + n));
-            for (size_t job = b; job < e; ++job) {
-                const int t = int(job / size_t(s.n_heads)), hh = int(job % size_t(s.n_heads));
-                const int pos = n_past_ + t;
-                // note: a sliding layer sees the last `sliding_window` keys, itself included
-                // (transformers' sliding_window_overlay: kv_idx > q_idx - window).
-                const int first = sliding ? std::max(0, pos - s.sliding_window + 1) : 0;
-                cpu::attend_head(&q[size_t(t) * size_t(Q) + size_t(hh * HD)], k_cache_[size_t(il)].data(),
-                                 v_cache_[size_t(il)].data(), KV, (hh / group) * HD, HD, first, pos, s.attn_scale,
-                                 s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
-            }
-        };
-        const uint64_t attn_work = uint64_t(n) * uint64_t(s.n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
-        if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(s.n_heads));  // small: stay on this thread
-        else pool_.parallel_for(un * size_t(s.n_heads), attend);
-        // attn_output = self.o_proj(attn_output)
-        cpu::linear(pool_, att.data(), n, *L.wo, L.bo, o.data());
+        // Qwen3.5: hidden_states = self.linear_attn(hidden_states) on linear-attention layers
+        if (s.is_delta_net(il)) delta_net(L, il, h.data(), n, o.data());
+        else attention(L, il, h.data(), n, o.data());
         for (int t = 0; t < n; ++t) {
             float* ot = &o[size_t(t) * size_t(H)];
             // Gemma: hidden_states = self.post_attention_layernorm(hidden_states)
@@ -170,6 +220,104 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
     if (s.final_softcap > 0)
         for (auto& l : logits_) l = s.final_softcap * std::tanh(l / s.final_softcap);
     return logits_;
+}
+
+void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n, float* out) {
+    const ModelSpec& s = spec_;
+    const int Q = s.q_dim(), KV = s.kv_dim(), HD = s.head_dim;
+    const size_t un = size_t(n);
+    std::vector<float> q(un * size_t(Q)), k(un * size_t(KV)), v(un * size_t(KV)), att(un * size_t(Q)), gate;
+    const bool sliding = s.sliding(il);
+    const RopeTable& rope = sliding ? rope_local_ : rope_;
+
+    // q/k/v = self.q_proj(hidden_states) ...
+    cpu::linear(pool_, x, n, *L.wk, L.bk, k.data());
+    cpu::linear(pool_, x, n, *L.wv, L.bv, v.data());
+    if (s.attn_output_gate) {
+        // Qwen3.5: query_states, gate = torch.chunk(self.q_proj(hidden_states).view(..., -1, head_dim * 2), 2)
+        std::vector<float> qg(un * size_t(2 * Q));
+        cpu::linear(pool_, x, n, *L.wq, L.bq, qg.data());
+        gate.resize(un * size_t(Q));
+        for (size_t t = 0; t < un; ++t)
+            for (int hh = 0; hh < s.n_heads; ++hh) {
+                const float* src = &qg[t * size_t(2 * Q) + size_t(hh * 2 * HD)];
+                std::copy_n(src, HD, &q[t * size_t(Q) + size_t(hh * HD)]);
+                std::copy_n(src + HD, HD, &gate[t * size_t(Q) + size_t(hh * HD)]);
+            }
+    } else {
+        cpu::linear(pool_, x, n, *L.wq, L.bq, q.data());
+    }
+    for (int t = 0; t < n; ++t) {
+        const int pos = n_past_ + t;
+        for (int hh = 0; hh < s.n_heads; ++hh) {
+            float* qh = &q[size_t(t) * size_t(Q) + size_t(hh * HD)];
+            // Qwen3/Gemma3: query_states = self.q_norm(q.view(hidden_shape)), per head
+            if (s.qk_norm) cpu::rmsnorm(qh, *L.q_norm, s.norm_weight_offset, s.norm_eps, qh, HD);
+            // apply_rotary_pos_emb(q, k, cos, sin)
+            apply_rope(qh, pos, rope);
+        }
+        for (int hh = 0; hh < s.n_kv_heads; ++hh) {
+            float* kh = &k[size_t(t) * size_t(KV) + size_t(hh * HD)];
+            if (s.qk_norm) cpu::rmsnorm(kh, *L.k_norm, s.norm_weight_offset, s.norm_eps, kh, HD);
+            apply_rope(kh, pos, rope);
+        }
+        // past_key_values.update(key_states, value_states, layer_idx)
+        std::copy_n(&k[size_t(t) * size_t(KV)], KV, &k_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
+        std::copy_n(&v[size_t(t) * size_t(KV)], KV, &v_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
+    }
+    // attn_output = softmax(q k^T * scaling + causal/sliding mask) v, with GQA (repeat_kv)
+    const int group = s.n_heads / s.n_kv_heads;
+    auto attend = [&](size_t b, size_t e) {
+        std::vector<float> scores(size_t(n_past_ + n));
+        for (size_t job = b; job < e; ++job) {
+            const int t = int(job / size_t(s.n_heads)), hh = int(job % size_t(s.n_heads));
+            const int pos = n_past_ + t;
+            // note: a sliding layer sees the last `sliding_window` keys, itself included
+            // (transformers' sliding_window_overlay: kv_idx > q_idx - window).
+            const int first = sliding ? std::max(0, pos - s.sliding_window + 1) : 0;
+            cpu::attend_head(&q[size_t(t) * size_t(Q) + size_t(hh * HD)], k_cache_[size_t(il)].data(),
+                             v_cache_[size_t(il)].data(), KV, (hh / group) * HD, HD, first, pos, s.attn_scale,
+                             s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
+        }
+    };
+    const uint64_t attn_work = uint64_t(n) * uint64_t(s.n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
+    if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(s.n_heads));  // small: stay on this thread
+    else pool_.parallel_for(un * size_t(s.n_heads), attend);
+    // Qwen3.5: attn_output = attn_output * torch.sigmoid(gate)
+    if (s.attn_output_gate)
+        for (size_t i = 0; i < att.size(); ++i) att[i] *= cpu::sigmoid(gate[i]);
+    // attn_output = self.o_proj(attn_output)
+    cpu::linear(pool_, att.data(), n, *L.wo, L.bo, out);
+}
+
+void CpuBackend::delta_net(const LayerWeights& L, int il, const float* x, int n, float* out) {
+    const DeltaNetSpec& ds = spec_.delta_net;
+    const cpu::DeltaNetDims d{ds.n_k_heads, ds.n_v_heads, ds.k_head_dim, ds.v_head_dim, ds.conv_kernel};
+    DeltaLayer& D = delta_[size_t(il)];
+    const size_t un = size_t(n), cd = size_t(d.conv_dim()), vd = size_t(d.value_dim()), hv = size_t(d.n_v_heads);
+    std::vector<float> mixed(un * cd), qkv(un * cd), z(un * vd), b(un * hv), a(un * hv), g(un * hv), beta(un * hv),
+        core(un * vd);
+    // mixed_qkv = self.in_proj_qkv(hidden_states); z, b, a = self.in_proj_z/b/a(hidden_states)
+    cpu::linear(pool_, x, n, *L.ssm_in_qkv, nullptr, mixed.data());
+    cpu::linear(pool_, x, n, *L.ssm_in_z, nullptr, z.data());
+    cpu::linear(pool_, x, n, *L.ssm_in_b, nullptr, b.data());
+    cpu::linear(pool_, x, n, *L.ssm_in_a, nullptr, a.data());
+    // mixed_qkv = causal_conv1d_fn / causal_conv1d_update(mixed_qkv, conv1d.weight, activation=silu)
+    cpu::causal_conv1d_silu(mixed.data(), n, D.conv_w.data(), d.conv_dim(), d.conv_kernel, D.conv_state.data(), qkv.data());
+    // use_qk_l2norm_in_kernel=True; query scaled by head_k_dim ** -0.5
+    cpu::delta_net_qk_norm(d, qkv.data(), n);
+    // beta = b.sigmoid(); g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
+    cpu::delta_net_gates(a.data(), b.data(), D.a_log.data(), D.dt_bias.data(), d.n_v_heads, n, g.data(), beta.data());
+    // torch_recurrent_gated_delta_rule for one cached token, torch_chunk_gated_delta_rule otherwise
+    // (the two agree: tests/unit/test_delta_net.cpp)
+    if (n == 1) cpu::gated_delta_rule_recurrent(d, qkv.data(), g.data(), beta.data(), n, D.state.data(), core.data(), &pool_);
+    else cpu::gated_delta_rule_chunked(d, qkv.data(), g.data(), beta.data(), n, k_delta_chunk, D.state.data(), core.data(), &pool_);
+    // core_attn_out = self.norm(core_attn_out, z): per value head, RMSNorm * w * silu(z)
+    for (size_t r = 0; r < un * hv; ++r)
+        cpu::gated_rmsnorm(&core[r * size_t(d.v_head_dim)], &z[r * size_t(d.v_head_dim)], D.norm_w.data(), spec_.norm_eps,
+                           &core[r * size_t(d.v_head_dim)], d.v_head_dim);
+    // output = self.out_proj(core_attn_out)
+    cpu::linear(pool_, core.data(), n, *L.ssm_out, nullptr, out);
 }
 
 void CpuBackend::mlp(const float* x, int n, const TensorView& gate, const TensorView& up, const TensorView& down,
