@@ -183,7 +183,9 @@ ModelSpec spec_from_text_config(const ConfigFields& c, const ConfigFields& top, 
     s.n_heads = int(c.req_int("num_attention_heads", 1, spec_limits::heads));
     s.n_kv_heads = int(c.opt_int("num_key_value_heads", s.n_heads, 1, spec_limits::heads));
     s.head_dim = int(c.opt_int("head_dim", s.hidden_dim / s.n_heads, 1, spec_limits::head_dim));
-    s.ffn_dim = int(c.req_int("intermediate_size", 1, spec_limits::width));
+    // Qwen3.5-MoE: every layer is a mixture of experts, and the config has no dense width.
+    s.ffn_dim = s.arch == Arch::qwen3_5_moe ? int(c.opt_int("intermediate_size", 0, 0, spec_limits::width))
+                                            : int(c.req_int("intermediate_size", 1, spec_limits::width));
     s.vocab_size = int(c.req_int("vocab_size", 1, spec_limits::vocab));
     s.max_context = int(c.opt_int("max_position_embeddings", 2048, 1, spec_limits::positions));
     s.norm_eps = float(c.opt_num("rms_norm_eps", 1e-6));

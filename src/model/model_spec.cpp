@@ -263,7 +263,9 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
     positive(s.n_heads, "num_attention_heads");
     positive(s.n_kv_heads, "num_key_value_heads");
     positive(s.head_dim, "head_dim");
-    positive(s.ffn_dim, "intermediate_size");
+    bool any_dense = false;
+    for (const auto& l : s.layers) any_dense |= l.ffn == FfnKind::dense;
+    if (any_dense || s.layers.empty()) positive(s.ffn_dim, "intermediate_size");
     positive(s.vocab_size, "vocab_size");
     positive(s.max_context, "max_position_embeddings");
     if (s.n_heads % s.n_kv_heads != 0)
