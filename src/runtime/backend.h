@@ -55,6 +55,8 @@ public:
     // position; a recurrent state (Qwen3.5's linear-attention layers) cannot be undone, only
     // restored: such a backend returns to 0, to n_past, and to the positions of its checkpoints.
     virtual int restorable(int n) const { return n < n_past() ? n : n_past(); }
+    // Whether every position <= n_past is restorable (no recurrent state).
+    virtual bool keeps_every_position() const { return true; }
     // Keeps the state at n_past as a checkpoint rewind() can return to (a chat session takes one
     // after each turn's prompt). A no-op where every position is restorable.
     virtual void checkpoint() {}

@@ -9,6 +9,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tt {
 
@@ -132,9 +133,20 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     go.stop = opt_.stop;
     go.should_stop = should_stop;
     go.after_prefill = [this] { backend_.checkpoint(); };
-    const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
+    std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
     GenerateStats g;
+    double early_prefill_s = 0;
     try {
+        // A recurrent state also keeps a checkpoint one token before the prompt's end: the next
+        // render of the conversation often tokenizes that last token (a template's trailing
+        // newline) together with the reply, and the prefix then ends just before it.
+        if (!backend_.keeps_every_position() && suffix.size() > 1) {
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.forward(suffix.first(suffix.size() - 1), false);
+            backend_.checkpoint();
+            early_prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            suffix = suffix.last(1);
+        }
         // The repetition penalty sees the whole conversation, reused prefix included.
         g = generate(backend_, &tok_, suffix, go,
                      [&](std::string_view text) {
@@ -154,7 +166,7 @@ ChatTurnStats ChatSession::send(const std::string& user_text, const std::functio
     cached_ = prompt;
     cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + (backend_.n_past() - ptrdiff_t(prompt.size())));
     backend_.checkpoint();
-    st.prefill_seconds = g.prefill_seconds;
+    st.prefill_seconds = early_prefill_s + g.prefill_seconds;
     st.decode_seconds = g.decode_seconds;
     st.decode_steps = g.decode_steps;
     st.generated_tokens = g.generated_tokens;

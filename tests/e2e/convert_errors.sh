@@ -75,11 +75,11 @@ fresh noconfig "$llama"; rm "$work/noconfig/config.json"
 expect_fail "missing config.json" "$work/noconfig.out" "$work/noconfig" "missing config.json" -- \
   "$THINTENSOR" convert "$work/noconfig" --out "$work/noconfig.out/m.thin"
 
-fresh qwen35 fixtures/hf-tiny/qwen3_5_text
-expect_fail "unsupported architecture" "$work/qwen35.out" "$work/qwen35/config.json" \
-  "unsupported architecture 'Qwen3_5ForCausalLM'" LlamaForCausalLM MistralForCausalLM Qwen2ForCausalLM \
+fresh gemma4 fixtures/hf-tiny/gemma4_text
+expect_fail "unsupported architecture" "$work/gemma4.out" "$work/gemma4/config.json" \
+  "unsupported architecture 'Gemma4ForCausalLM'" LlamaForCausalLM MistralForCausalLM Qwen2ForCausalLM \
   Qwen3ForCausalLM Phi3ForCausalLM Gemma3ForCausalLM Qwen3MoeForCausalLM MixtralForCausalLM -- \
-  "$THINTENSOR" convert "$work/qwen35" --out "$work/qwen35.out/m.thin"
+  "$THINTENSOR" convert "$work/gemma4" --out "$work/gemma4.out/m.thin"
 
 fresh trunc "$llama"; truncate -s 200000 "$work/trunc/model.safetensors"
 expect_fail "truncated safetensors" "$work/trunc.out" "$work/trunc/model.safetensors" "truncated" -- \

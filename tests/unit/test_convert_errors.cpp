@@ -78,15 +78,15 @@ TEST(ConvertErrors, InvalidConfigJson) {
 }
 
 TEST(ConvertErrors, UnsupportedArchitectureIsNamedWithTheSupportedOnes) {
-    Broken b("fixtures/hf-tiny/qwen3_5_text");
+    Broken b("fixtures/hf-tiny/gemma4_text");
     std::vector<std::string> needles = {(b.model / "config.json").string(), "unsupported architecture",
-                                        "'Qwen3_5ForCausalLM'"};
+                                        "'Gemma4ForCausalLM'"};
     for (const auto& a : supported_architectures()) needles.push_back(a);
-    EXPECT_EQ(supported_architectures().size(), 8u);
+    EXPECT_EQ(supported_architectures().size(), 12u);
     const fs::path out = b.out_dir / "model.thin";
     try {
         convert_hf(b.model.string(), out.string(), {});
-        ADD_FAILURE() << "qwen3_5_text converted";
+        ADD_FAILURE() << "gemma4_text converted";
     } catch (const Error& e) {
         for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << n << " in " << e.what();
     }

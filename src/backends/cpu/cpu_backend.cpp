@@ -57,6 +57,7 @@ public:
             if (c.pos <= n) best = std::max(best, c.pos);
         return best;
     }
+    bool keeps_every_position() const override { return !spec_.has_delta_net(); }
     void checkpoint() override;
     void rewind(int n) override;
 
