@@ -9,6 +9,7 @@
 // shapes, odd ones included, and f16 (run by tests/gpu on the GPU machine).
 #include "backends/cuda/kernel_cases.h"
 
+#include "backends/cpu/delta_net.h"
 #include "backends/cpu/moe.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
@@ -731,6 +732,87 @@ std::vector<Measured> gather_rows_case(CaseEnv& e, DType dt, int cols) {
     return {{"rows", rel_err(dd.get(ref.size(), dt), ref), 0.0}};
 }
 
+// ---- gated DeltaNet ----
+
+struct DeltaNetShape {
+    int n_k_heads, n_v_heads, dk, dv;
+    int n;         // tokens: the prompt (prefill) or the decode steps, one launch each
+    DType out_dt;  // f32, or the case's dtype
+};
+
+// The mixer between its projections, from a random non-zero state and conv state, against the CPU
+// chain of cpu/delta_net.h token by token (conv, q/k norm, gates, the recurrent rule, the gated
+// norm): delta_net_decode once per token (from the second launch on, the arrival counters must
+// have reset themselves, as graph replays need), or delta_net_prefill over all n tokens (the
+// chunked rule against the recurrence). A_log spans exp(-7)..1, so some heads keep the state over
+// many chunks and others forget it within a few tokens. The conv state is a copy: exact.
+std::vector<Measured> delta_net_case(CaseEnv& e, DType dt, const DeltaNetShape& c, bool prefill, double tol) {
+    cpu::DeltaNetDims d;
+    d.n_k_heads = c.n_k_heads;
+    d.n_v_heads = c.n_v_heads;
+    d.k_head_dim = c.dk;
+    d.v_head_dim = c.dv;
+    d.conv_kernel = 4;
+    const int n = c.n, hv = c.n_v_heads, conv_dim = d.conv_dim(), vdim = d.value_dim();
+    auto qkv = randn(e.rng, size_t(n) * conv_dim), z = randn(e.rng, size_t(n) * vdim);
+    auto a = randn(e.rng, size_t(n) * hv), b = randn(e.rng, size_t(n) * hv);
+    auto cw = randn(e.rng, size_t(conv_dim) * d.conv_kernel, 0.5f), dt_bias = randn(e.rng, size_t(hv), 0.5f);
+    auto nw = randn(e.rng, size_t(c.dv), 0.3f);
+    for (float& w : nw) w += 1.0f;
+    Floats a_log(static_cast<size_t>(hv));
+    std::uniform_real_distribution<float> log_a(-7.0f, 0.0f);
+    for (float& v : a_log) v = log_a(e.rng);
+    auto state = randn(e.rng, d.state_floats(), 0.5f), conv_state = randn(e.rng, d.conv_state_floats());
+    const auto cwb = store(cw, dt), alb = store(a_log, dt), dtb = store(dt_bias, dt), nwb = store(nw, dt);
+    const float eps = 1e-6f;
+
+    Floats ref_state = state, ref_conv = conv_state, y(qkv.size()), g(a.size()), beta(b.size());
+    Floats o(static_cast<size_t>(n) * vdim), ref(o.size());
+    cpu::causal_conv1d_silu(qkv.data(), n, cw.data(), conv_dim, d.conv_kernel, ref_conv.data(), y.data());
+    cpu::delta_net_qk_norm(d, y.data(), n);
+    cpu::delta_net_gates(a.data(), b.data(), a_log.data(), dt_bias.data(), hv, n, g.data(), beta.data());
+    cpu::gated_delta_rule_recurrent(d, y.data(), g.data(), beta.data(), n, ref_state.data(), o.data(), &e.pool);
+    for (size_t r = 0; r < size_t(n) * hv; ++r)
+        cpu::gated_rmsnorm(&o[r * c.dv], &z[r * c.dv], nw.data(), eps, &ref[r * c.dv], c.dv);
+
+    const size_t es = dtype_size(c.out_dt);
+    Dev dqkv(qkv), dz(z), da(a), db(b), dcw(cwb), dal(alb), ddt(dtb), dnw(nwb), dstate(state), dconv(conv_state);
+    Dev dout(ref.size() * es);
+    Dev scratch((prefill ? delta_net_prefill_scratch_floats(c.n_k_heads, hv, c.dk, c.dv, n)
+                         : delta_net_decode_scratch_floats(hv, c.dv)) * sizeof(float));
+    Dev arrivals(std::vector<int>(size_t(c.n_k_heads + hv), 0));
+    DeltaNetArgs args{};
+    args.conv_w = dcw.p;
+    args.a_log = dal.p;
+    args.dt_bias = ddt.p;
+    args.norm_w = dnw.p;
+    args.wdt = dt;
+    args.norm_eps = eps;
+    args.state = dstate.as<float>();
+    args.conv_state = dconv.as<float>();
+    args.out_dt = c.out_dt;
+    args.n_k_heads = c.n_k_heads;
+    args.n_v_heads = hv;
+    args.k_head_dim = c.dk;
+    args.v_head_dim = c.dv;
+    args.conv_kernel = d.conv_kernel;
+    args.scratch = scratch.as<float>();
+    args.arrivals = arrivals.as<int>();
+    for (int t = 0; t < (prefill ? 1 : n); ++t) {
+        args.qkv = dqkv.as<float>() + size_t(t) * conv_dim;
+        args.z = dz.as<float>() + size_t(t) * vdim;
+        args.a = da.as<float>() + size_t(t) * hv;
+        args.b = db.as<float>() + size_t(t) * hv;
+        args.out = static_cast<uint8_t*>(dout.p) + size_t(t) * vdim * es;
+        args.n = prefill ? n : 1;
+        if (prefill) delta_net_prefill(args, nullptr);
+        else delta_net_decode(args, nullptr);
+    }
+    return {{"output", rel_err(dout.get(ref.size(), c.out_dt), ref), c.out_dt == DType::f32 ? tol : 1e-2},
+            {"state", rel_err(dstate.get(ref_state.size()), ref_state), tol},
+            {"conv state", rel_err(dconv.get(ref_conv.size()), ref_conv), 0.0}};
+}
+
 // ---- the table ----
 
 constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
@@ -933,6 +1015,31 @@ std::vector<KernelCase> build_table() {
         for (int cols : {72, 37})
             add("gather_rows", dt, fmt::format("50 rows of {}, 9 picks with repeats", cols), dt == f32 && cols == 72,
                 [=](CaseEnv& e) { return gather_rows_case(e, dt, cols); });
+
+    auto add_delta_net = [&](bool prefill, DType dt, const DeltaNetShape& c, bool quick, double tol) {
+        add(prefill ? "delta_net_prefill" : "delta_net_decode", dt,
+            fmt::format("heads {}/{} dk {} dv {}, {} {}, output {}", c.n_k_heads, c.n_v_heads, c.dk, c.dv, c.n,
+                        prefill ? "tokens" : "steps", dtype_name(c.out_dt)),
+            quick, [=](CaseEnv& e) { return delta_net_case(e, dt, c, prefill, tol); });
+    };
+    // Decode: Qwen3.5-0.8B (16/16 heads of 128) and the 9B class (16/32), a tiny shape and an odd
+    // one (3 value heads per q/k head, dk and dv not multiples of 32: a partial column slice).
+    add_delta_net(false, f32, {2, 4, 16, 16, 3, f32}, true, 1e-4);
+    add_delta_net(false, bf16, {2, 4, 16, 16, 3, bf16}, false, 1e-4);
+    for (DType dt : {f32, bf16})
+        for (const DeltaNetShape& c : {DeltaNetShape{16, 16, 128, 128, 2, f32}, {16, 32, 128, 128, 2, dt}, {3, 9, 24, 40, 3, f32}})
+            add_delta_net(false, dt, c, false, 1e-4);
+    // Prefill: within one chunk, exactly one, one and a token, several with a remainder.
+    add_delta_net(true, f32, {2, 4, 16, 16, 65, f32}, true, 1e-4);
+    for (DType dt : {f32, bf16})
+        for (int n : {1, 63, 64, 65, 200}) {
+            if (dt == bf16 || n != 65) add_delta_net(true, dt, {2, 4, 16, 16, n, f32}, false, 1e-4);
+            add_delta_net(true, dt, {16, 16, 128, 128, n, dt}, false, 1e-4);
+        }
+    for (DType dt : {f32, bf16}) {
+        add_delta_net(true, dt, {16, 32, 128, 128, 200, dt}, false, 1e-4);
+        add_delta_net(true, dt, {3, 9, 24, 40, 130, f32}, false, 1e-4);
+    }
     return t;
 }
 

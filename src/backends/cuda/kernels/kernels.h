@@ -170,4 +170,45 @@ void gather_rows(const void* src, const int32_t* idx, int m, int cols, DType dt,
 // *out = argmax(x[0..n)) (lowest index among ties).
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s);
 
+// ---- delta_net.cu ----  Qwen3.5's Gated DeltaNet mixer (linear attention) between its input
+// projections and out_proj; cpu/delta_net.h is the reference and defines every step. Per token,
+// from qkv ([q | k | v]: q, k [Hk, dk], v [Hv, dv]), z, a and b: the causal conv with SiLU
+// (conv_state updated), q and k L2-normalised and q scaled by dk^-0.5, beta = sigmoid(b),
+// g = -exp(A_log) * softplus(a + dt_bias), the gated delta rule on S (value head h reads q/k head
+// h / (Hv/Hk)), then out = o * rsqrt(mean(o^2) + eps) * norm_w * silu(z) per value head.
+struct DeltaNetArgs {
+    const float* qkv;                        // [n, conv_dim], conv_dim = 2*Hk*dk + Hv*dv (in_proj_qkv)
+    const float* z;                          // [n, Hv*dv] (in_proj_z)
+    const float* a; const float* b;          // [n, Hv] (in_proj_a, in_proj_b)
+    const void* conv_w;                      // [conv_dim, K] (wdt)
+    const void* a_log; const void* dt_bias;  // [Hv] (wdt)
+    const void* norm_w;                      // [dv] (wdt)
+    DType wdt;
+    float norm_eps;                          // rms_norm_eps
+    float* state;                            // [Hv, dk, dv] f32, updated in place
+    float* conv_state;                       // [conv_dim, K - 1] f32, oldest first, updated in place
+    void* out; DType out_dt;                 // [n, Hv*dv]
+    int n_k_heads, n_v_heads, k_head_dim, v_head_dim, conv_kernel;  // Hk, Hv, dk (<= 256), dv, K (2..4)
+    int n;                                   // tokens (decode: 1)
+    float* scratch;                          // delta_net_*_scratch_floats(...) floats
+    int* arrivals;                           // decode: [Hk + Hv] ints, zero before the first launch (self-resetting)
+};
+// One token, one launch (the recurrent rule): no host synchronisation and nothing read from the
+// host, so it can live in a CUDA graph; scratch and arrivals may be shared by every layer. note:
+// S is loaded before pdl_wait (launch.h), so the kernel just before this one must not write S.
+void delta_net_decode(const DeltaNetArgs& a, cudaStream_t s);
+constexpr size_t delta_net_decode_scratch_floats(int n_v_heads, int v_head_dim) {
+    return size_t(n_v_heads) * size_t(v_head_dim);  // o before its norm
+}
+// n tokens (the chunked rule, chunks of 64 tokens): four launches; n = 0 launches nothing.
+// k_head_dim is bounded by the device's shared memory (128 fits; the call fails naming the sizes).
+void delta_net_prefill(const DeltaNetArgs& a, cudaStream_t s);
+constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, int k_head_dim, int v_head_dim, int n) {
+    const size_t conv_dim = 2 * size_t(n_k_heads) * size_t(k_head_dim) + size_t(n_v_heads) * size_t(v_head_dim);
+    const size_t chunks = (size_t(n) + 63) / 64;
+    // conv output [n, conv_dim], g and beta [n, Hv], per (chunk, value head) W [64, dk] and the
+    // intra-chunk attention [64, 64] (delta_net.cu's prefill_scratch lays them out).
+    return size_t(n) * conv_dim + 2 * size_t(n) * size_t(n_v_heads) + chunks * size_t(n_v_heads) * 64 * (size_t(k_head_dim) + 64);
+}
+
 }  // namespace tt::cuda
