@@ -6,6 +6,7 @@ ThinTensor's run on the same checkpoint can be checked and compared in the same 
 
 usage: hf_random_model.py SHAPE OUT_DIR RESULT_JSON [--gen N] [--prefill N] [--no-speed] [--no-f32]
 SHAPE: llama3-8b | qwen3-0.6b | qwen3-30b-a3b-16l (Qwen3-30B-A3B with 16 of its 48 layers, ~21 GB)
+       | qwen3.5-0.8b (Qwen3.5-0.8B's text model: [3 Gated DeltaNet + 1 gated attention] x 6)
 
 note: transformers 5.x holds a MoE layer's experts fused in memory (mlp.experts.gate_up_proj
 [E, 2*I, H], gate rows first, and mlp.experts.down_proj [E, H, I]; conversion_mapping.py maps the
@@ -33,7 +34,22 @@ SHAPES = {
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, bos_token_id=151643,
         eos_token_id=151645),
     "qwen3-30b-a3b-16l": lambda: qwen3_moe_config(num_hidden_layers=16),
+    "qwen3.5-0.8b": lambda: qwen3_5_config(),
 }
+
+
+def qwen3_5_config():
+    """Qwen/Qwen3.5-0.8B's text_config (the Qwen3_5ForCausalLM part of the published model)."""
+    from transformers import Qwen3_5TextConfig
+    cfg = Qwen3_5TextConfig(
+        hidden_size=1024, intermediate_size=3584, num_hidden_layers=24, num_attention_heads=8, num_key_value_heads=2,
+        head_dim=256, linear_num_key_heads=16, linear_num_value_heads=16, linear_key_head_dim=128,
+        linear_value_head_dim=128, linear_conv_kernel_dim=4, vocab_size=248320, max_position_embeddings=262144,
+        rms_norm_eps=1e-6, tie_word_embeddings=True,
+        layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25})
+    cfg.architectures = ["Qwen3_5ForCausalLM"]
+    return cfg
 MOE_SHAPES = {"qwen3-30b-a3b-16l"}
 
 
@@ -150,6 +166,7 @@ def main():
     ap.add_argument("--prefill", type=int, default=2048)
     ap.add_argument("--no-speed", action="store_true", help="make the checkpoint and reference only")
     ap.add_argument("--no-f32", action="store_true", help="skip the f32 reference logits (logits_bf16 only)")
+    ap.add_argument("--ref-len", type=int, default=64, help="tokens of the reference prompt")
     a = ap.parse_args()
     torch.manual_seed(0)
     cfg = SHAPES[a.shape]()
@@ -181,9 +198,9 @@ def main():
         print(f"saved {n_expert_tensors} per-expert tensors in {save_s:.1f} s", flush=True)
 
     with torch.no_grad():
-        # Reference logits for parity (64-token prompt, bf16 model, logits as f32) + greedy ids.
+        # Reference logits for parity (a --ref-len-token prompt, bf16 model, logits as f32) + greedy ids.
         g = torch.Generator(device="cpu").manual_seed(1)
-        ids = torch.randint(0, cfg.vocab_size, (1, 64), generator=g).cuda()
+        ids = torch.randint(0, cfg.vocab_size, (1, a.ref_len), generator=g).cuda()
         logits = model(ids).logits[0].float()
         greedy = model.generate(ids[:, :8], max_new_tokens=24, do_sample=False, min_new_tokens=24,
                                 pad_token_id=0)[0, 8:]

@@ -31,19 +31,24 @@ std::string default_device() {
     return "cpu";
 }
 
-std::string cpu_only_reason(const ModelSpec& s) {
-    // Qwen3.5's linear-attention layers and gated attention have no kernels outside the CPU
-    // reference yet: say so rather than run something else.
+std::string cuda_unsupported_reason(const ModelSpec& s) {
+    if (s.has_moe() && (s.moe.shared_ffn_dim > 0 || s.sandwich_norm || s.mlp_bias))
+        return fmt::format("the CUDA backend does not run mixture-of-experts layers with {} yet",
+                           s.moe.shared_ffn_dim > 0 ? "a shared expert" : s.sandwich_norm ? "sandwich norms" : "MLP biases");
+    return {};
+}
+
+std::string host_unsupported_reason(const ModelSpec& s) {
     if (s.has_delta_net() || s.attn_output_gate)
-        return fmt::format("{} has Gated DeltaNet linear-attention layers and gated attention, which this build runs on the "
-                           "CPU reference backend only", s.hf_architecture);
+        return fmt::format("{} has Gated DeltaNet linear-attention layers and gated attention, which the host decode path "
+                           "does not compute yet", s.hf_architecture);
     return {};
 }
 
 std::string default_device(const ModelSpec& spec, std::string* why) {
     std::string d = default_device();
     if (d != "cpu") {
-        if (std::string r = cpu_only_reason(spec); !r.empty()) {
+        if (std::string r = cuda_unsupported_reason(spec); !r.empty()) {
             if (why) *why = std::move(r);
             d = "cpu";
         }
@@ -53,8 +58,9 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
 
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
-    if (const std::string why = cpu_only_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
-        fail("--device {}: {}: {}; use --device cpu", opt.device, archive.path(), why);
+    if (opt.device == "host")
+        if (const std::string why = host_unsupported_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
+            fail("--device host: {}: {}; use --device cpu or cuda", archive.path(), why);
     if (opt.device == "host") return make_host_backend(archive, opt);
     const std::string family = opt.device.substr(0, opt.device.find(':'));
     if (family != "cuda") fail("--device: unknown device '{}' (use cpu, host, cuda or cuda:N)", opt.device);

@@ -95,11 +95,13 @@ std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptio
 // "cuda" when this build has the CUDA backend and a GPU is visible, else "cpu".
 std::string default_device();
 struct ModelSpec;
-// The same for a model: "cpu" also when the model has layers only the CPU reference runs (Qwen3.5's
-// linear attention), with the reason in *why.
+// The same for a model: "cpu" also when the CUDA backend cannot run it (cuda_unsupported_reason),
+// with the reason in *why.
 std::string default_device(const ModelSpec& spec, std::string* why);
-// Why `spec` cannot run on a device other than the CPU reference in this build, or "" when it can.
-std::string cpu_only_reason(const ModelSpec& spec);
+// Why the CUDA backend / the host decode path (--device host) cannot run `spec` in this build, or
+// "" when it can.
+std::string cuda_unsupported_reason(const ModelSpec& spec);
+std::string host_unsupported_reason(const ModelSpec& spec);
 
 }  // namespace tt
 

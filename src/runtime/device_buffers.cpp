@@ -17,7 +17,7 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
     auto set = [&](PrefillBuf i, const char* name, uint64_t bytes) { b[size_t(i)] = {name, bytes}; };
     set(PrefillBuf::x, "residual stream", T * H * 4);
     set(PrefillBuf::h, "normalized input", T * H * we);
-    set(PrefillBuf::qkv, "q/k/v projection", T * (Q + 2 * KV) * 4);
+    set(PrefillBuf::qkv, "q/k/v projection", T * (uint64_t(s.q_proj_rows()) + 2 * KV) * 4);
     set(PrefillBuf::q_roped, "roped q", T * Q * ke);
     set(PrefillBuf::scores, "attention scores", scores ? uint64_t(s.n_heads) * qc * K * 4 : 0);
     set(PrefillBuf::probs, "attention probabilities", scores ? uint64_t(s.n_heads) * qc * K * ke : 0);
@@ -40,7 +40,23 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
         set(PrefillBuf::moe_act, "expert activations", A * EF * we);
         set(PrefillBuf::moe_y, "expert outputs", A * H * 4);
     }
+    {  // Qwen3.5's gated attention and DeltaNet layers only
+        const DeltaNetSpec& d = s.delta_net;
+        const uint64_t dn = s.has_delta_net() ? 1 : 0;
+        set(PrefillBuf::q_gate, "query and output gate", s.attn_output_gate ? 2 * T * Q * 4 : 0);
+        set(PrefillBuf::dn_in, "linear-attention projections",
+            dn * T * uint64_t(d.conv_dim() + d.value_dim() + 2 * d.n_v_heads) * 4);
+        set(PrefillBuf::dn_scratch, "linear-attention scratch", dn * delta_net_prefill_scratch(s, tokens) * 4);
+        // The attention output buffer also holds a DeltaNet layer's output (out_proj's input).
+        if (dn) b[size_t(PrefillBuf::att)].bytes = T * std::max(Q, uint64_t(d.value_dim())) * we;
+    }
     return b;
+}
+
+uint64_t delta_net_prefill_scratch(const ModelSpec& s, int tokens) {
+    const DeltaNetSpec& d = s.delta_net;
+    const uint64_t n = uint64_t(tokens), chunks = (n + 63) / 64;
+    return n * uint64_t(d.conv_dim()) + 2 * n * uint64_t(d.n_v_heads) + chunks * uint64_t(d.n_v_heads) * 64 * (uint64_t(d.k_head_dim) + 64);
 }
 
 DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
@@ -66,6 +82,16 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
         set(DecodeBuf::moe_ptrs, "chosen experts' addresses", K * sizeof(void*));
         set(DecodeBuf::moe_act, "expert activations", K * uint64_t(s.moe.expert_ffn_dim) * 4);
         set(DecodeBuf::moe_partial, "expert outputs", K * H * 4);
+    }
+    {  // Qwen3.5 only
+        const DeltaNetSpec& d = s.delta_net;
+        const uint64_t dn = s.has_delta_net() ? 1 : 0, g = s.attn_output_gate ? 1 : 0;
+        set(DecodeBuf::qg, "query and output gate", g * 2 * Q * 4);
+        set(DecodeBuf::gate, "output gate", g * Q * 4);
+        set(DecodeBuf::dn_in, "linear-attention projections", dn * uint64_t(d.conv_dim() + d.value_dim() + 2 * d.n_v_heads) * 4);
+        set(DecodeBuf::dn_out, "linear-attention output", dn * uint64_t(d.value_dim()) * 4);
+        set(DecodeBuf::dn_scratch, "linear-attention scratch", dn * uint64_t(d.value_dim()) * 4);
+        set(DecodeBuf::dn_arrivals, "linear-attention arrival counters", dn * uint64_t(d.n_k_heads + d.n_v_heads) * 4);
     }
     return b;
 }

@@ -72,6 +72,10 @@ enum class PrefillBuf : int {
     moe_gate_up,  // weights' dtype [A, 2 expert_ffn]
     moe_act,      // weights' dtype [A, expert_ffn]
     moe_y,        // f32 [A, hidden]: each assignment's expert output
+    // Qwen3.5 (0 bytes for other models):
+    q_gate,       // f32 [T, q] x 2: the de-interleaved query and the output gate (attn_output_gate)
+    dn_in,        // f32: a DeltaNet layer's projections, back to back: qkv [T, conv_dim], z [T, value_dim], b, a [T, v_heads]
+    dn_scratch,   // f32: delta_net_prefill's scratch (kernels.h)
     count
 };
 using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
@@ -101,12 +105,24 @@ enum class DecodeBuf : int {
     moe_ptrs,     // pointers [top_k]: where the chosen experts' weights are (picked on the device)
     moe_act,      // f32 [top_k, expert_ffn]
     moe_partial,  // f32 [top_k, hidden]: each chosen expert's output
+    // Qwen3.5 (0 bytes for other models):
+    qg,           // f32 [2 q]: q_proj's output, query and gate side by side (attn_output_gate)
+    gate,         // f32 [q]: the output gate
+    dn_in,        // f32 [conv_dim + value_dim + 2 v_heads]: a DeltaNet layer's qkv | z | b | a
+    dn_out,       // f32 [value_dim]: its gated, normalized output (out_proj's input)
+    dn_scratch,   // f32: delta_net_decode's scratch
+    dn_arrivals,  // int32 [k_heads + v_heads]: its self-resetting counters
     count
 };
 using DecodeBuffers = std::array<BufferSize, size_t(DecodeBuf::count)>;
 
 // n_splits: the backend's (from its SM count); the planner passes k_max_decode_splits.
 DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits);
+
+// Floats of delta_net_prefill's / delta_net_decode's scratch (the kernels' own arithmetic, in
+// kernels/kernels.h; restated here for the planner, which sees no CUDA headers: tested equal in
+// tests/gpu/test_kernels.cpp).
+uint64_t delta_net_prefill_scratch(const ModelSpec& s, int tokens);
 
 // Bytes of one layer's K (or V) cache for `context` positions.
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);

@@ -522,10 +522,14 @@ Plan make_plan(const PlanInput& in) {
         if (p.blocks[size_t(i)].layer >= 0 && p.blocks[size_t(i)].place == Placement::registered) movable.push_back(i);
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
-    const int max_cpu = s.has_moe() ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
+    // note: the host decode path computes attention layers with dense FFNs only.
+    const bool gpu_only = s.has_moe() || s.has_delta_net() || s.attn_output_gate;
+    const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
     if (in.cpu_layers > max_cpu)
         fail("--cpu-layers {}: at most {} layers can run on the CPU with this plan ({} streamed layers in registered host memory{})",
-             in.cpu_layers, max_cpu, movable.size(), s.has_moe() ? "; mixture-of-experts models keep every layer on the GPU" : "");
+             in.cpu_layers, max_cpu, movable.size(),
+             s.has_moe() ? "; mixture-of-experts models keep every layer on the GPU"
+             : gpu_only  ? "; Qwen3.5's layers have no host decode path yet: they stay on the GPU" : "");
     auto placement_for = [&](int c) {
         // Streamed layers among the movable ones, evenly spread, each group of CPU layers followed by one.
         std::vector<bool> on_cpu(in.blocks.size(), false);

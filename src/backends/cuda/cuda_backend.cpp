@@ -103,6 +103,10 @@ struct DevLayer {
     const void* router = nullptr;
     std::vector<const void*> experts;
     DeviceBuffer expert_table;      // resident experts: the bases on the device, for the decode routing kernel
+    // Gated DeltaNet layers (Qwen3.5): the weights, and the recurrent state that stands in for a
+    // KV cache (S [Hv, dk, dv] and the conv's last inputs, f32, resident).
+    const void *ssm_in_qkv = nullptr, *ssm_in_z, *ssm_in_b, *ssm_in_a, *ssm_conv, *ssm_dt_bias, *ssm_a_log, *ssm_norm, *ssm_out;
+    DeviceBuffer state, conv_state;
 };
 
 class CudaBackend final : public Backend {
@@ -116,12 +120,17 @@ public:
     }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
-    void rewind(int n) override {
-        TT_ASSERT(n >= 0 && n <= n_past_);
-        n_past_ = n;
-        host_kv_valid_ = std::min(host_kv_valid_, n);
-        dev_kv_valid_ = std::min(dev_kv_valid_, n);
+    void rewind(int n) override;
+    // A KV cache keeps every position; DeltaNet states only those of their checkpoints (host copies).
+    int restorable(int n) const override {
+        if (!spec_.has_delta_net() || n >= n_past_) return std::min(n, n_past_);
+        int best = 0;
+        for (const auto& c : checkpoints_)
+            if (c.pos <= n) best = std::max(best, c.pos);
+        return best;
     }
+    bool keeps_every_position() const override { return !spec_.has_delta_net(); }
+    void checkpoint() override;
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
     StreamStats stream_stats() const override;
@@ -146,6 +155,19 @@ private:
     void prefill(std::span<const int32_t> tokens, bool all_logits);
     // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the device.
     void moe_decode(int il, const DevLayer& L);
+    // A Gated DeltaNet mixer: decode (one token, from x_) and prefill (n tokens, from ph_), its
+    // out_proj added to the residual stream.
+    void delta_net_decode_layer(const DevLayer& L);
+    void delta_net_prefill_layer(const DevLayer& L, int n);
+    DeltaNetArgs delta_net_args(const DevLayer& L) const;
+    // The recurrent states at a position (host copies), to which rewind() can return.
+    struct Checkpoint {
+        int pos = 0;
+        std::vector<std::vector<float>> state, conv_state;  // per layer (empty for attention layers)
+    };
+    std::vector<Checkpoint> checkpoints_;  // oldest first
+    static constexpr size_t k_max_checkpoints = 8;
+    void restore_states(const Checkpoint* from);  // null: the zero state of position 0
     // Prefill: x += the MoE FFN of layer L for n tokens, whose normalized inputs are in ph_ (tokens
     // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum).
     void moe_prefill(int il, const DevLayer& L, int n);
@@ -251,9 +273,7 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
     kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
-    if (spec_.has_moe() && (spec_.moe.shared_ffn_dim > 0 || spec_.sandwich_norm || spec_.mlp_bias))
-        fail("{}: the CUDA backend does not run mixture-of-experts layers with {} yet; use --device cpu", a.path(),
-             spec_.moe.shared_ffn_dim > 0 ? "a shared expert" : spec_.sandwich_norm ? "sandwich norms" : "MLP biases");
+    if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     embed_scale_ = spec_.embed_scale;
     if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
@@ -287,14 +307,25 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     TT_CUDA_CHECK(cudaMemcpy(inv_freq_local_.ptr, rope_local_.inv_freq.data(), inv_freq_local_.bytes, cudaMemcpyHostToDevice));
 
     const size_t kv_bytes = kv_cache_layer_bytes(spec_, n_ctx_, wdt_);
-    for (auto& l : layers_) {
-        l.k_cache = DeviceBuffer(kv_bytes);
-        l.v_cache = DeviceBuffer(kv_bytes);
+    const DeltaNetSpec& dn = spec_.delta_net;
+    for (int il = 0; il < spec_.n_layers; ++il) {
+        DevLayer& l = layers_[size_t(il)];
+        if (spec_.has_kv(il)) {
+            l.k_cache = DeviceBuffer(kv_bytes);
+            l.v_cache = DeviceBuffer(kv_bytes);
+        } else {
+            l.state = DeviceBuffer(size_t(dn.n_v_heads) * size_t(dn.k_head_dim) * size_t(dn.v_head_dim) * 4);
+            l.conv_state = DeviceBuffer(size_t(dn.conv_dim()) * size_t(dn.conv_kernel - 1) * 4);
+            TT_CUDA_CHECK(cudaMemset(l.state.ptr, 0, l.state.bytes));
+            TT_CUDA_CHECK(cudaMemset(l.conv_state.ptr, 0, l.conv_state.bytes));
+        }
     }
     n_splits_ = decode_attention_splits(spec_.n_kv_heads, n_sms_);
     const DecodeBuffers decode_list = decode_buffers(spec_, n_splits_);
     for (size_t i = 0; i < decode_list.size(); ++i) decode_bufs_[i] = DeviceBuffer(decode_list[i].bytes);
     TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
+    if (dbuf(DecodeBuf::dn_arrivals).bytes)
+        TT_CUDA_CHECK(cudaMemset(dbuf(DecodeBuf::dn_arrivals).ptr, 0, dbuf(DecodeBuf::dn_arrivals).bytes));
     profile_ = opt.profile;
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
 }
@@ -354,8 +385,13 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         auto follows = [](const void* first, const TensorView* tf, const void* second) {
             return static_cast<const uint8_t*>(first) + tf->nbytes == static_cast<const uint8_t*>(second);
         };
-        D.qkv_adjacent = follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);
+        D.qkv_adjacent = L.wq && follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);  // DeltaNet layers have no q/k/v
         D.gate_up_adjacent = L.w_gate && follows(D.w_gate, L.w_gate, D.w_up);  // MoE layers have no dense MLP
+        if (spec_.is_delta_net(int(i))) {
+            D.ssm_in_qkv = d(L.ssm_in_qkv); D.ssm_in_z = d(L.ssm_in_z); D.ssm_in_b = d(L.ssm_in_b); D.ssm_in_a = d(L.ssm_in_a);
+            D.ssm_conv = d(L.ssm_conv); D.ssm_dt_bias = d(L.ssm_dt_bias); D.ssm_a_log = d(L.ssm_a_log);
+            D.ssm_norm = d(L.ssm_norm); D.ssm_out = d(L.ssm_out);
+        }
         if (!spec_.is_moe(int(i))) continue;  // (mlp_only_layers: dense layers among the sparse ones)
         D.router = d(L.router);
         for (const ExpertWeights& e : L.experts) {
@@ -504,31 +540,41 @@ void CudaBackend::decode_step() {
         ws_->need(ws_->layer_block(il));  // streamed: wait until its slot holds layer il
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.sliding(il);
-        GemvArgs qkv{};
-        qkv.seg[0] = {L.wq, nullptr, q_.as<float>(), s.q_dim()};
-        qkv.seg[1] = {L.wk, nullptr, k_.as<float>(), s.kv_dim()};
-        qkv.seg[2] = {L.wv, nullptr, v_.as<float>(), s.kv_dim()};
-        qkv.n_seg = 3;
-        qkv.cols = H;
-        qkv.wdt = wdt_;
-        qkv.x = x;
-        qkv.norm_w = L.attn_norm;
-        qkv.norm_offset = s.norm_weight_offset;
-        qkv.norm_eps = s.norm_eps;
-        gemv(qkv, stream_);
+        if (s.is_delta_net(il)) {
+            delta_net_decode_layer(L);
+        } else {
+            GemvArgs qkv{};
+            // Qwen3.5: q_proj's rows are [q_h | gate_h] per head; split after the GEMV.
+            qkv.seg[0] = {L.wq, nullptr, s.attn_output_gate ? dbuf(DecodeBuf::qg).as<float>() : q_.as<float>(), s.q_proj_rows()};
+            qkv.seg[1] = {L.wk, nullptr, k_.as<float>(), s.kv_dim()};
+            qkv.seg[2] = {L.wv, nullptr, v_.as<float>(), s.kv_dim()};
+            qkv.n_seg = 3;
+            qkv.cols = H;
+            qkv.wdt = wdt_;
+            qkv.x = x;
+            qkv.norm_w = L.attn_norm;
+            qkv.norm_offset = s.norm_weight_offset;
+            qkv.norm_eps = s.norm_eps;
+            gemv(qkv, stream_);
+            if (s.attn_output_gate)
+                split_query_gate(dbuf(DecodeBuf::qg).as<float>(), 2 * s.q_dim(), 1, s.n_heads, s.head_dim, q_.as<float>(), s.q_dim(),
+                                 dbuf(DecodeBuf::gate).as<float>(), stream_);
 
-        DecodeAttnArgs at{};
-        at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
-        at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
-        at.n_heads = s.n_heads; at.n_kv_heads = s.n_kv_heads; at.head_dim = s.head_dim; at.n_ctx = n_ctx_;
-        at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
-        // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
-        at.rope_fused = true;
-        at.rope = rope_args(L, sliding, q_.as<float>(), k_.as<float>(), v_.as<float>(), 1);
-        at.rope.d_pos0 = d_io + 1;
-        decode_attention(at, stream_);
+            DecodeAttnArgs at{};
+            at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
+            at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
+            at.n_heads = s.n_heads; at.n_kv_heads = s.n_kv_heads; at.head_dim = s.head_dim; at.n_ctx = n_ctx_;
+            at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+            // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
+            at.rope_fused = true;
+            at.rope = rope_args(L, sliding, q_.as<float>(), k_.as<float>(), v_.as<float>(), 1);
+            at.rope.d_pos0 = d_io + 1;
+            decode_attention(at, stream_);
+            if (s.attn_output_gate)
+                sigmoid_gate(att_.ptr, DType::f32, s.q_dim(), dbuf(DecodeBuf::gate).as<float>(), 1, s.q_dim(), stream_);
 
-        add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
+            add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
+        }
         if (s.is_moe(il)) {
             moe_decode(il, L);
         } else {
@@ -750,6 +796,8 @@ double CudaBackend::measure_decode_without_copies(int n) {
         ws_->set_copies(true);
     }
     // Position n_past_ is not cached yet: the KV row these steps write is overwritten by the next token.
+    // A recurrent state has no such slack: it is kept aside and put back.
+    if (spec_.has_delta_net()) checkpoint();
     host_io_[0] = 0;
     host_io_[1] = n_past_;
     sync_cpu_kv_to_host(n_past_);
@@ -762,7 +810,116 @@ double CudaBackend::measure_decode_without_copies(int n) {
     }
     check_cpu();
     dev_kv_valid_ = std::min(dev_kv_valid_, n_past_);
+    if (spec_.has_delta_net()) restore_states(&checkpoints_.back());
     return total / n;
+}
+
+// ---- Gated DeltaNet layers (Qwen3.5) ----
+
+DeltaNetArgs CudaBackend::delta_net_args(const DevLayer& L) const {
+    const DeltaNetSpec& d = spec_.delta_net;
+    DeltaNetArgs a{};
+    a.conv_w = L.ssm_conv; a.a_log = L.ssm_a_log; a.dt_bias = L.ssm_dt_bias; a.norm_w = L.ssm_norm;
+    a.wdt = wdt_; a.norm_eps = spec_.norm_eps;
+    a.state = L.state.as<float>(); a.conv_state = L.conv_state.as<float>();
+    a.n_k_heads = d.n_k_heads; a.n_v_heads = d.n_v_heads; a.k_head_dim = d.k_head_dim; a.v_head_dim = d.v_head_dim;
+    a.conv_kernel = d.conv_kernel;
+    return a;
+}
+
+void CudaBackend::delta_net_decode_layer(const DevLayer& L) {
+    const ModelSpec& s = spec_;
+    const DeltaNetSpec& d = s.delta_net;
+    const int cd = d.conv_dim(), vd = d.value_dim(), hv = d.n_v_heads;
+    // in_proj_qkv, in_proj_z, in_proj_b and in_proj_a of the normalized x: qkv | z | b | a.
+    float* qkv = dbuf(DecodeBuf::dn_in).as<float>();
+    float *z = qkv + cd, *b = z + vd, *a = b + hv;
+    GemvArgs g{};
+    g.seg[0] = {L.ssm_in_qkv, nullptr, qkv, cd};
+    g.seg[1] = {L.ssm_in_z, nullptr, z, vd};
+    g.seg[2] = {L.ssm_in_b, nullptr, b, hv};
+    g.n_seg = 3; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = x_.as<float>();
+    g.norm_w = L.attn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
+    gemv(g, stream_);
+    g.seg[0] = {L.ssm_in_a, nullptr, a, hv};
+    g.n_seg = 1;
+    gemv(g, stream_);
+    // The conv step, the gates, the state update and the gated norm: one launch.
+    DeltaNetArgs A = delta_net_args(L);
+    A.qkv = qkv; A.z = z; A.a = a; A.b = b;
+    A.out = dbuf(DecodeBuf::dn_out).ptr; A.out_dt = DType::f32; A.n = 1;
+    A.scratch = dbuf(DecodeBuf::dn_scratch).as<float>(); A.arrivals = dbuf(DecodeBuf::dn_arrivals).as<int>();
+    delta_net_decode(A, stream_);
+    add_projection(L.ssm_out, nullptr, nullptr, vd, dbuf(DecodeBuf::dn_out).as<float>());
+}
+
+void CudaBackend::delta_net_prefill_layer(const DevLayer& L, int n) {
+    const ModelSpec& s = spec_;
+    const DeltaNetSpec& d = s.delta_net;
+    const int H = s.hidden_dim, cd = d.conv_dim(), vd = d.value_dim(), hv = d.n_v_heads;
+    // The four projections of ph_ (normalized x), each its own [n, rows] array in dn_in.
+    float* qkv = pbuf(PrefillBuf::dn_in).as<float>();
+    const size_t cap = size_t(prefill_cap_);
+    float *z = qkv + cap * size_t(cd), *b = z + cap * size_t(vd), *a = b + cap * size_t(hv);
+    gemm(L.ssm_in_qkv, cd, H, ph_.ptr, n, qkv, DType::f32, cd);
+    gemm(L.ssm_in_z, vd, H, ph_.ptr, n, z, DType::f32, vd);
+    gemm(L.ssm_in_b, hv, H, ph_.ptr, n, b, DType::f32, hv);
+    gemm(L.ssm_in_a, hv, H, ph_.ptr, n, a, DType::f32, hv);
+    DeltaNetArgs A = delta_net_args(L);
+    A.qkv = qkv; A.z = z; A.a = a; A.b = b;
+    A.out = patt_.ptr; A.out_dt = wdt_; A.n = n;
+    A.scratch = pbuf(PrefillBuf::dn_scratch).as<float>();
+    delta_net_prefill(A, stream_);
+    project_residual(L.ssm_out, nullptr, nullptr, H, vd, patt_.ptr, n, L.ffn_norm);
+}
+
+void CudaBackend::checkpoint() {
+    if (!spec_.has_delta_net()) return;
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos == n_past_; });
+    Checkpoint c;
+    c.pos = n_past_;
+    for (const DevLayer& L : layers_) {
+        c.state.emplace_back(L.state.bytes / 4);
+        c.conv_state.emplace_back(L.conv_state.bytes / 4);
+        if (L.state.bytes) TT_CUDA_CHECK(cudaMemcpy(c.state.back().data(), L.state.ptr, L.state.bytes, cudaMemcpyDeviceToHost));
+        if (L.conv_state.bytes)
+            TT_CUDA_CHECK(cudaMemcpy(c.conv_state.back().data(), L.conv_state.ptr, L.conv_state.bytes, cudaMemcpyDeviceToHost));
+    }
+    checkpoints_.push_back(std::move(c));
+    if (checkpoints_.size() > k_max_checkpoints) checkpoints_.erase(checkpoints_.begin());
+}
+
+void CudaBackend::restore_states(const Checkpoint* from) {
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        DevLayer& L = layers_[il];
+        if (!L.state.bytes) continue;
+        if (from) {  // else position 0: the zero state
+            TT_CUDA_CHECK(cudaMemcpy(L.state.ptr, from->state[il].data(), L.state.bytes, cudaMemcpyHostToDevice));
+            TT_CUDA_CHECK(cudaMemcpy(L.conv_state.ptr, from->conv_state[il].data(), L.conv_state.bytes, cudaMemcpyHostToDevice));
+        } else {
+            TT_CUDA_CHECK(cudaMemset(L.state.ptr, 0, L.state.bytes));
+            TT_CUDA_CHECK(cudaMemset(L.conv_state.ptr, 0, L.conv_state.bytes));
+        }
+    }
+}
+
+void CudaBackend::rewind(int n) {
+    TT_ASSERT(n >= 0 && n <= n_past_);
+    if (spec_.has_delta_net() && n != n_past_) {
+        if (restorable(n) != n)
+            fail("rewind to position {}: the model's recurrent (linear-attention) state cannot go back there; positions "
+                 "it can return to: 0, {} and its checkpoints", n, n_past_);
+        std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos > n; });  // a future being dropped
+        const Checkpoint* from = nullptr;
+        for (const auto& c : checkpoints_)
+            if (c.pos == n) from = &c;
+        restore_states(from);
+    }
+    n_past_ = n;
+    host_kv_valid_ = std::min(host_kv_valid_, n);
+    dev_kv_valid_ = std::min(dev_kv_valid_, n);
 }
 
 void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate) {
@@ -798,70 +955,80 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         ws_->need(ws_->layer_block(il));
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.sliding(il);
-        const int QKV = Q + 2 * KV;
-        float* qkv = pqkv_.as<float>();
-        if (L.qkv_adjacent) {
-            gemm(L.wq, QKV, H, ph_.ptr, n, qkv, DType::f32, QKV);
+        if (s.is_delta_net(il)) {
+            delta_net_prefill_layer(L, n);
         } else {
-            gemm(L.wq, Q, H, ph_.ptr, n, qkv, DType::f32, QKV);
-            gemm(L.wk, KV, H, ph_.ptr, n, qkv + Q, DType::f32, QKV);
-            gemm(L.wv, KV, H, ph_.ptr, n, qkv + Q + KV, DType::f32, QKV);
-        }
-        RopeArgs r = rope_args(L, sliding, qkv, qkv + Q, qkv + Q + KV, n);
-        r.q_stride = r.k_stride = r.v_stride = QKV;
-        r.pos0 = n_past_;
-        r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
-        rope_qkv(r, stream_);
+            // Qwen3.5: q_proj's rows are [q_h | gate_h] per head (QP = 2 Q), split after the GEMM.
+            const int QP = s.q_proj_rows(), QKV = QP + 2 * KV;
+            float* qkv = pqkv_.as<float>();
+            if (L.qkv_adjacent) {
+                gemm(L.wq, QKV, H, ph_.ptr, n, qkv, DType::f32, QKV);
+            } else {
+                gemm(L.wq, QP, H, ph_.ptr, n, qkv, DType::f32, QKV);
+                gemm(L.wk, KV, H, ph_.ptr, n, qkv + QP, DType::f32, QKV);
+                gemm(L.wv, KV, H, ph_.ptr, n, qkv + QP + KV, DType::f32, QKV);
+            }
+            float* q_split = pbuf(PrefillBuf::q_gate).as<float>();
+            float* gate = q_split ? q_split + size_t(prefill_cap_) * Q : nullptr;
+            if (s.attn_output_gate) split_query_gate(qkv, QKV, n, s.n_heads, HD, q_split, Q, gate, stream_);
+            RopeArgs r = rope_args(L, sliding, s.attn_output_gate ? q_split : qkv, qkv + QP, qkv + QP + KV, n);
+            r.q_stride = s.attn_output_gate ? Q : QKV;
+            r.k_stride = r.v_stride = QKV;
+            r.pos0 = n_past_;
+            r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
+            rope_qkv(r, stream_);
 
-        if (flash_) {
-            PrefillAttnArgs fa{};
-            fa.q = pqb_.ptr; fa.q_stride = Q;
-            fa.k_cache = L.k_cache.ptr; fa.v_cache = L.v_cache.ptr;
-            fa.out = patt_.ptr; fa.out_stride = Q;
-            fa.dt = kvdt_; fa.n_q = n; fa.n_heads = s.n_heads; fa.n_kv_heads = s.n_kv_heads; fa.head_dim = HD;
-            fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
-            fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
-            prefill_attention(fa, stream_);
-        } else {
-            // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
-            // out = P V. Heads that share a KV head are batched with a stride over the group.
-            const cudaDataType_t kt = cuda_type(kvdt_);
-            for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
-                const int nq = std::min(k_attn_query_chunk, n - c0);
-                const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
-                const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
-                const int nk_used = nk - k_lo;
-                const float one = 1.0f, zero = 0.0f;
-                for (int j = 0; j < group; ++j) {
-                    // For kv head g: q head = g*group + j. Batch over g.
-                    const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
-                    const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
-                    float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
-                    // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
-                    TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
-                        (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
-                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                }
-                // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
-                // head order does not matter there, only in the P V product below.
-                masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
-                               sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
-                for (int j = 0; j < group; ++j) {
-                    const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
-                    const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
-                    void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
-                    // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
-                    TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                        cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
-                        (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
-                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            if (flash_) {
+                PrefillAttnArgs fa{};
+                fa.q = pqb_.ptr; fa.q_stride = Q;
+                fa.k_cache = L.k_cache.ptr; fa.v_cache = L.v_cache.ptr;
+                fa.out = patt_.ptr; fa.out_stride = Q;
+                fa.dt = kvdt_; fa.n_q = n; fa.n_heads = s.n_heads; fa.n_kv_heads = s.n_kv_heads; fa.head_dim = HD;
+                fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
+                fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
+                prefill_attention(fa, stream_);
+            } else {
+                // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
+                // out = P V. Heads that share a KV head are batched with a stride over the group.
+                const cudaDataType_t kt = cuda_type(kvdt_);
+                for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
+                    const int nq = std::min(k_attn_query_chunk, n - c0);
+                    const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
+                    const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
+                    const int nk_used = nk - k_lo;
+                    const float one = 1.0f, zero = 0.0f;
+                    for (int j = 0; j < group; ++j) {
+                        // For kv head g: q head = g*group + j. Batch over g.
+                        const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
+                        const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
+                        float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
+                        // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
+                        TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                            cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
+                            (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    }
+                    // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
+                    // head order does not matter there, only in the P V product below.
+                    masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
+                                   sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
+                    for (int j = 0; j < group; ++j) {
+                        const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
+                        const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
+                        void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
+                        // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
+                        TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                            cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
+                            (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    }
                 }
             }
+            if (s.attn_output_gate) sigmoid_gate(patt_.ptr, wdt_, Q, gate, n, Q, stream_);
+            // The projections back into the residual stream: added by the GEMM itself (beta = 1 on
+            // the f32 residual), unless Gemma's post-norm must see the projection alone first.
+            project_residual(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, H, Q, patt_.ptr, n, L.ffn_norm);
         }
-        // The projections back into the residual stream: added by the GEMM itself (beta = 1 on
-        // the f32 residual), unless Gemma's post-norm must see the projection alone first.
-        project_residual(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, H, Q, patt_.ptr, n, L.ffn_norm);
         const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
         if (s.is_moe(il)) {
             moe_prefill(il, L, n);

@@ -170,6 +170,14 @@ void gather_rows(const void* src, const int32_t* idx, int m, int cols, DType dt,
 // *out = argmax(x[0..n)) (lowest index among ties).
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s);
 
+// ---- output_gate.cu ----  Qwen3.5's gated attention.
+// q[t, h*hd + i] = qg[t, h*2hd + i] and gate[t, h*hd + i] = qg[t, h*2hd + hd + i]: q_proj's [q_h | gate_h]
+// per head split into the query (rows ld_q apart) and the gate ([n, n_heads*head_dim], f32).
+void split_query_gate(const float* qg, int ld_qg, int n, int n_heads, int head_dim, float* q, int ld_q, float* gate,
+                      cudaStream_t s);
+// x[t, c] *= sigmoid(gate[t, c]) for t < n, c < width (x in dt, rows ld apart): before o_proj.
+void sigmoid_gate(void* x, DType dt, int ld, const float* gate, int n, int width, cudaStream_t s);
+
 // ---- delta_net.cu ----  Qwen3.5's Gated DeltaNet mixer (linear attention) between its input
 // projections and out_proj; cpu/delta_net.h is the reference and defines every step. Per token,
 // from qkv ([q | k | v]: q, k [Hk, dk], v [Hv, dv]), z, a and b: the causal conv with SiLU
