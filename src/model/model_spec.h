@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 
 #include <string>
@@ -81,11 +82,11 @@ struct DeltaNetSpec {
     int key_dim() const { return n_k_heads * k_head_dim; }
     int value_dim() const { return n_v_heads * v_head_dim; }
     int conv_dim() const { return 2 * key_dim() + value_dim(); }
-    // f32 bytes of one layer's recurrent state: S and the conv's last kernel - 1 inputs.
-    uint64_t state_bytes() const {
-        return 4 * (uint64_t(n_v_heads) * uint64_t(k_head_dim) * uint64_t(v_head_dim) +
-                    uint64_t(conv_dim()) * uint64_t(conv_kernel > 0 ? conv_kernel - 1 : 0));
-    }
+    // One layer's recurrent state, f32: S [v_heads, k_head_dim, v_head_dim] and the conv's last
+    // kernel - 1 inputs [conv_dim, kernel - 1].
+    size_t state_floats() const { return size_t(n_v_heads) * size_t(k_head_dim) * size_t(v_head_dim); }
+    size_t conv_state_floats() const { return size_t(conv_dim()) * size_t(conv_kernel > 0 ? conv_kernel - 1 : 0); }
+    uint64_t state_bytes() const { return 4 * uint64_t(state_floats() + conv_state_floats()); }
     bool operator==(const DeltaNetSpec&) const = default;
 };
 enum class RopeScaling { none, linear, llama3, yarn };

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "model/weights.h"
 #include "runtime/rope.h"
+#include "runtime/state_checkpoints.h"
 
 #include <fmt/format.h>
 
@@ -51,11 +52,7 @@ public:
     int n_past() const override { return n_past_; }
     // A KV cache keeps every position; a DeltaNet state only the positions of its checkpoints.
     int restorable(int n) const override {
-        if (!spec_.has_delta_net() || n >= n_past_) return std::min(n, n_past_);
-        int best = 0;
-        for (const auto& c : checkpoints_)
-            if (c.pos <= n) best = std::max(best, c.pos);
-        return best;
+        return spec_.has_delta_net() ? checkpoints_.restorable(n, n_past_) : std::min(n, n_past_);
     }
     bool keeps_every_position() const override { return !spec_.has_delta_net(); }
     void checkpoint() override;
@@ -83,12 +80,9 @@ private:
         std::vector<float> conv_w, a_log, dt_bias, norm_w;
     };
     void init_delta_layer(int il);
-    // The recurrent states at a position, to which rewind() can return (chat turns).
-    struct Checkpoint {
-        int pos = 0;
-        std::vector<std::vector<float>> state, conv_state;  // per layer (empty for attention layers)
-    };
-    static constexpr size_t k_max_checkpoints = 8;
+    // The DeltaNet layers' state and conv_state, layer by layer (StateCheckpoints' buffers).
+    StateCheckpoints::States save_states() const;
+    void load_states(const StateCheckpoints::States* states);  // null: the zero state
     static constexpr int k_delta_chunk = 64;  // transformers' chunk_size
 
     ModelSpec spec_;
@@ -100,7 +94,7 @@ private:
     int n_past_ = 0;
     std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * kv_dim] (attention layers)
     std::vector<DeltaLayer> delta_;                       // [layer] (DeltaNet layers)
-    std::vector<Checkpoint> checkpoints_;                 // oldest first
+    StateCheckpoints checkpoints_;                        // the positions rewind() can return to
     std::vector<float> logits_;
 };
 
@@ -122,41 +116,35 @@ void CpuBackend::init_delta_layer(int il) {
     D.norm_w = widen(*L.ssm_norm);
 }
 
-void CpuBackend::checkpoint() {
-    if (!spec_.has_delta_net()) return;
-    std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos == n_past_; });
-    Checkpoint c;
-    c.pos = n_past_;
+StateCheckpoints::States CpuBackend::save_states() const {
+    StateCheckpoints::States out;
     for (const auto& D : delta_) {
-        c.state.push_back(D.state);
-        c.conv_state.push_back(D.conv_state);
+        out.push_back(D.state);
+        out.push_back(D.conv_state);
     }
-    checkpoints_.push_back(std::move(c));
-    if (checkpoints_.size() > k_max_checkpoints) checkpoints_.erase(checkpoints_.begin());
+    return out;
+}
+
+void CpuBackend::load_states(const StateCheckpoints::States* states) {
+    for (size_t il = 0; il < delta_.size(); ++il) {
+        DeltaLayer& D = delta_[il];
+        if (states) {
+            D.state = (*states)[2 * il];
+            D.conv_state = (*states)[2 * il + 1];
+        } else {
+            std::fill(D.state.begin(), D.state.end(), 0.0f);
+            std::fill(D.conv_state.begin(), D.conv_state.end(), 0.0f);
+        }
+    }
+}
+
+void CpuBackend::checkpoint() {
+    if (spec_.has_delta_net()) checkpoints_.keep(n_past_, save_states());
 }
 
 void CpuBackend::rewind(int n) {
     TT_ASSERT(n >= 0 && n <= n_past_);
-    if (spec_.has_delta_net() && n != n_past_) {
-        if (restorable(n) != n)
-            fail("rewind to position {}: the model's recurrent (linear-attention) state cannot go back there; positions "
-                 "it can return to: 0, {} and its checkpoints", n, n_past_);
-        // Checkpoints past n describe a future that is being dropped.
-        std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos > n; });
-        const Checkpoint* from = nullptr;
-        for (const auto& c : checkpoints_)
-            if (c.pos == n) from = &c;
-        for (size_t il = 0; il < delta_.size(); ++il) {
-            DeltaLayer& D = delta_[il];
-            if (from) {
-                D.state = from->state[il];
-                D.conv_state = from->conv_state[il];
-            } else {  // position 0: the zero state
-                std::fill(D.state.begin(), D.state.end(), 0.0f);
-                std::fill(D.conv_state.begin(), D.conv_state.end(), 0.0f);
-            }
-        }
-    }
+    if (spec_.has_delta_net() && n != n_past_) load_states(checkpoints_.rewind_to(n, n_past_));
     n_past_ = n;
 }
 
@@ -292,8 +280,7 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n,
 }
 
 void CpuBackend::delta_net(const LayerWeights& L, int il, const float* x, int n, float* out) {
-    const DeltaNetSpec& ds = spec_.delta_net;
-    const cpu::DeltaNetDims d{ds.n_k_heads, ds.n_v_heads, ds.k_head_dim, ds.v_head_dim, ds.conv_kernel};
+    const DeltaNetSpec& d = spec_.delta_net;
     DeltaLayer& D = delta_[size_t(il)];
     const size_t un = size_t(n), cd = size_t(d.conv_dim()), vd = size_t(d.value_dim()), hv = size_t(d.n_v_heads);
     std::vector<float> mixed(un * cd), qkv(un * cd), z(un * vd), b(un * hv), a(un * hv), g(un * hv), beta(un * hv),

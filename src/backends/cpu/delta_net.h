@@ -10,6 +10,8 @@
 // [conv_dim, K-1] f32 (oldest first); both start at zero.
 #pragma once
 
+#include "model/model_spec.h"
+
 #include <cstddef>
 
 namespace tt {
@@ -18,22 +20,11 @@ class ThreadPool;
 
 namespace tt::cpu {
 
-struct DeltaNetDims {
-    int n_k_heads = 0;   // Hk: query/key heads
-    int n_v_heads = 0;   // Hv: value heads (a multiple of Hk)
-    int k_head_dim = 0;  // dk
-    int v_head_dim = 0;  // dv
-    int conv_kernel = 0; // K
+// Hk, Hv, dk, dv, K: the model's DeltaNetSpec (model/model_spec.h).
+using DeltaNetDims = DeltaNetSpec;
 
-    int key_dim() const { return n_k_heads * k_head_dim; }
-    int value_dim() const { return n_v_heads * v_head_dim; }
-    int conv_dim() const { return 2 * key_dim() + value_dim(); }
-    size_t state_floats() const { return size_t(n_v_heads) * size_t(k_head_dim) * size_t(v_head_dim); }
-    size_t conv_state_floats() const { return size_t(conv_dim()) * size_t(conv_kernel - 1); }
-};
-
-// y[t, c] = silu(sum_j w[c, j] * x'[t + j, c]) for t < n, where x' is conv_state's K-1 rows
-// followed by x's n rows: the depthwise causal conv1d (no bias) with SiLU of causal_conv1d_fn /
+// y[t, c] = silu(sum_j w[c, j] * x'[t + j, c]) for t < n, where x' is conv_state's K-1 time steps
+// (its columns) followed by x's n rows: the depthwise causal conv1d (no bias) with SiLU of causal_conv1d_fn /
 // causal_conv1d_update. conv_state [conv_dim, K-1] is read, then replaced by the last K-1 inputs.
 // x, y: [n, conv_dim] (distinct); w: [conv_dim, K].
 void causal_conv1d_silu(const float* x, int n, const float* w, int conv_dim, int kernel, float* conv_state, float* y);
@@ -48,7 +39,8 @@ void delta_net_qk_norm(const DeltaNetDims& d, float* qkv, int n);
 void delta_net_gates(const float* a, const float* b, const float* a_log, const float* dt_bias, int n_v_heads, int n,
                      float* g, float* beta);
 
-// The gated delta rule token by token (decode; transformers' torch_recurrent_gated_delta_rule):
+// The gated delta rule token by token (decode; transformers' torch_recurrent_gated_delta_rule;
+// q arrives already scaled by delta_net_qk_norm):
 // for each token and value head h, with q, k of its q/k head,
 //   S = S * exp(g);  S += k (x) ((v - S^T k) * beta);  o = S^T q.
 // qkv: [n, conv_dim] after delta_net_qk_norm; g, beta: [n, Hv]; state: [Hv, dk, dv] in/out;

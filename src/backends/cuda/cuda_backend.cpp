@@ -43,6 +43,7 @@
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
+#include "runtime/state_checkpoints.h"
 
 #include <fmt/format.h>
 
@@ -123,11 +124,7 @@ public:
     void rewind(int n) override;
     // A KV cache keeps every position; DeltaNet states only those of their checkpoints (host copies).
     int restorable(int n) const override {
-        if (!spec_.has_delta_net() || n >= n_past_) return std::min(n, n_past_);
-        int best = 0;
-        for (const auto& c : checkpoints_)
-            if (c.pos <= n) best = std::max(best, c.pos);
-        return best;
+        return spec_.has_delta_net() ? checkpoints_.restorable(n, n_past_) : std::min(n, n_past_);
     }
     bool keeps_every_position() const override { return !spec_.has_delta_net(); }
     void checkpoint() override;
@@ -160,14 +157,10 @@ private:
     void delta_net_decode_layer(const DevLayer& L);
     void delta_net_prefill_layer(const DevLayer& L, int n);
     DeltaNetArgs delta_net_args(const DevLayer& L) const;
-    // The recurrent states at a position (host copies), to which rewind() can return.
-    struct Checkpoint {
-        int pos = 0;
-        std::vector<std::vector<float>> state, conv_state;  // per layer (empty for attention layers)
-    };
-    std::vector<Checkpoint> checkpoints_;  // oldest first
-    static constexpr size_t k_max_checkpoints = 8;
-    void restore_states(const Checkpoint* from);  // null: the zero state of position 0
+    // The DeltaNet layers' state and conv_state, layer by layer, as host copies (StateCheckpoints' buffers).
+    StateCheckpoints checkpoints_;
+    StateCheckpoints::States save_states();
+    void load_states(const StateCheckpoints::States* states);  // null: the zero state of position 0
     // Prefill: x += the MoE FFN of layer L for n tokens, whose normalized inputs are in ph_ (tokens
     // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum).
     void moe_prefill(int il, const DevLayer& L, int n);
@@ -797,7 +790,8 @@ double CudaBackend::measure_decode_without_copies(int n) {
     }
     // Position n_past_ is not cached yet: the KV row these steps write is overwritten by the next token.
     // A recurrent state has no such slack: it is kept aside and put back.
-    if (spec_.has_delta_net()) checkpoint();
+    StateCheckpoints::States kept;
+    if (spec_.has_delta_net()) kept = save_states();
     host_io_[0] = 0;
     host_io_[1] = n_past_;
     sync_cpu_kv_to_host(n_past_);
@@ -810,7 +804,7 @@ double CudaBackend::measure_decode_without_copies(int n) {
     }
     check_cpu();
     dev_kv_valid_ = std::min(dev_kv_valid_, n_past_);
-    if (spec_.has_delta_net()) restore_states(&checkpoints_.back());
+    if (spec_.has_delta_net()) load_states(&kept);
     return total / n;
 }
 
@@ -873,50 +867,39 @@ void CudaBackend::delta_net_prefill_layer(const DevLayer& L, int n) {
     project_residual(L.ssm_out, nullptr, nullptr, H, vd, patt_.ptr, n, L.ffn_norm);
 }
 
-void CudaBackend::checkpoint() {
-    if (!spec_.has_delta_net()) return;
+StateCheckpoints::States CudaBackend::save_states() {
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos == n_past_; });
-    Checkpoint c;
-    c.pos = n_past_;
+    StateCheckpoints::States out;
     for (const DevLayer& L : layers_) {
-        c.state.emplace_back(L.state.bytes / 4);
-        c.conv_state.emplace_back(L.conv_state.bytes / 4);
-        if (L.state.bytes) TT_CUDA_CHECK(cudaMemcpy(c.state.back().data(), L.state.ptr, L.state.bytes, cudaMemcpyDeviceToHost));
-        if (L.conv_state.bytes)
-            TT_CUDA_CHECK(cudaMemcpy(c.conv_state.back().data(), L.conv_state.ptr, L.conv_state.bytes, cudaMemcpyDeviceToHost));
+        if (!L.state.bytes) continue;
+        for (const DeviceBuffer* b : {&L.state, &L.conv_state}) {
+            out.emplace_back(b->bytes / 4);
+            TT_CUDA_CHECK(cudaMemcpy(out.back().data(), b->ptr, b->bytes, cudaMemcpyDeviceToHost));
+        }
     }
-    checkpoints_.push_back(std::move(c));
-    if (checkpoints_.size() > k_max_checkpoints) checkpoints_.erase(checkpoints_.begin());
+    return out;
 }
 
-void CudaBackend::restore_states(const Checkpoint* from) {
+void CudaBackend::load_states(const StateCheckpoints::States* states) {
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (size_t il = 0; il < layers_.size(); ++il) {
-        DevLayer& L = layers_[il];
+    size_t i = 0;
+    for (DevLayer& L : layers_) {
         if (!L.state.bytes) continue;
-        if (from) {  // else position 0: the zero state
-            TT_CUDA_CHECK(cudaMemcpy(L.state.ptr, from->state[il].data(), L.state.bytes, cudaMemcpyHostToDevice));
-            TT_CUDA_CHECK(cudaMemcpy(L.conv_state.ptr, from->conv_state[il].data(), L.conv_state.bytes, cudaMemcpyHostToDevice));
-        } else {
-            TT_CUDA_CHECK(cudaMemset(L.state.ptr, 0, L.state.bytes));
-            TT_CUDA_CHECK(cudaMemset(L.conv_state.ptr, 0, L.conv_state.bytes));
+        for (DeviceBuffer* b : {&L.state, &L.conv_state}) {
+            if (states) TT_CUDA_CHECK(cudaMemcpy(b->ptr, (*states)[i].data(), b->bytes, cudaMemcpyHostToDevice));
+            else TT_CUDA_CHECK(cudaMemset(b->ptr, 0, b->bytes));
+            ++i;
         }
     }
 }
 
+void CudaBackend::checkpoint() {
+    if (spec_.has_delta_net()) checkpoints_.keep(n_past_, save_states());
+}
+
 void CudaBackend::rewind(int n) {
     TT_ASSERT(n >= 0 && n <= n_past_);
-    if (spec_.has_delta_net() && n != n_past_) {
-        if (restorable(n) != n)
-            fail("rewind to position {}: the model's recurrent (linear-attention) state cannot go back there; positions "
-                 "it can return to: 0, {} and its checkpoints", n, n_past_);
-        std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos > n; });  // a future being dropped
-        const Checkpoint* from = nullptr;
-        for (const auto& c : checkpoints_)
-            if (c.pos == n) from = &c;
-        restore_states(from);
-    }
+    if (spec_.has_delta_net() && n != n_past_) load_states(checkpoints_.rewind_to(n, n_past_));
     n_past_ = n;
     host_kv_valid_ = std::min(host_kv_valid_, n);
     dev_kv_valid_ = std::min(dev_kv_valid_, n);
