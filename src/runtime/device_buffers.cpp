@@ -46,17 +46,12 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
         set(PrefillBuf::q_gate, "query and output gate", s.attn_output_gate ? 2 * T * Q * 4 : 0);
         set(PrefillBuf::dn_in, "linear-attention projections",
             dn * T * uint64_t(d.conv_dim() + d.value_dim() + 2 * d.n_v_heads) * 4);
-        set(PrefillBuf::dn_scratch, "linear-attention scratch", dn * delta_net_prefill_scratch(s, tokens) * 4);
+        set(PrefillBuf::dn_scratch, "linear-attention scratch",
+            dn * delta_net_prefill_scratch_floats(d.n_k_heads, d.n_v_heads, d.k_head_dim, d.v_head_dim, tokens) * 4);
         // The attention output buffer also holds a DeltaNet layer's output (out_proj's input).
         if (dn) b[size_t(PrefillBuf::att)].bytes = T * std::max(Q, uint64_t(d.value_dim())) * we;
     }
     return b;
-}
-
-uint64_t delta_net_prefill_scratch(const ModelSpec& s, int tokens) {
-    const DeltaNetSpec& d = s.delta_net;
-    const uint64_t n = uint64_t(tokens), chunks = (n + 63) / 64;
-    return n * uint64_t(d.conv_dim()) + 2 * n * uint64_t(d.n_v_heads) + chunks * uint64_t(d.n_v_heads) * 64 * (uint64_t(d.k_head_dim) + 64);
 }
 
 DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
@@ -90,7 +85,7 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
         set(DecodeBuf::gate, "output gate", g * Q * 4);
         set(DecodeBuf::dn_in, "linear-attention projections", dn * uint64_t(d.conv_dim() + d.value_dim() + 2 * d.n_v_heads) * 4);
         set(DecodeBuf::dn_out, "linear-attention output", dn * uint64_t(d.value_dim()) * 4);
-        set(DecodeBuf::dn_scratch, "linear-attention scratch", dn * uint64_t(d.value_dim()) * 4);
+        set(DecodeBuf::dn_scratch, "linear-attention scratch", dn * delta_net_decode_scratch_floats(d.n_v_heads, d.v_head_dim) * 4);
         set(DecodeBuf::dn_arrivals, "linear-attention arrival counters", dn * uint64_t(d.n_k_heads + d.n_v_heads) * 4);
     }
     return b;

@@ -119,10 +119,18 @@ using DecodeBuffers = std::array<BufferSize, size_t(DecodeBuf::count)>;
 // n_splits: the backend's (from its SM count); the planner passes k_max_decode_splits.
 DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits);
 
-// Floats of delta_net_prefill's / delta_net_decode's scratch (the kernels' own arithmetic, in
-// kernels/kernels.h; restated here for the planner, which sees no CUDA headers: tested equal in
-// tests/gpu/test_kernels.cpp).
-uint64_t delta_net_prefill_scratch(const ModelSpec& s, int tokens);
+// Floats of the DeltaNet kernels' scratch (kernels/delta_net.cu lays it out; the backend and the
+// planner size it from here). Decode: o before its norm. Prefill: the conv output [n, conv_dim],
+// g and beta [n, Hv], and per (64-token chunk, value head) W [64, dk] and the intra-chunk
+// attention [64, 64].
+constexpr size_t delta_net_decode_scratch_floats(int n_v_heads, int v_head_dim) {
+    return size_t(n_v_heads) * size_t(v_head_dim);
+}
+constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, int k_head_dim, int v_head_dim, int n) {
+    const size_t conv_dim = 2 * size_t(n_k_heads) * size_t(k_head_dim) + size_t(n_v_heads) * size_t(v_head_dim);
+    const size_t chunks = (size_t(n) + 63) / 64;
+    return size_t(n) * conv_dim + 2 * size_t(n) * size_t(n_v_heads) + chunks * size_t(n_v_heads) * 64 * (size_t(k_head_dim) + 64);
+}
 
 // Bytes of one layer's K (or V) cache for `context` positions.
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "format/archive.h"
+#include "runtime/backend.h"
 
 #include <fmt/format.h>
 
@@ -59,12 +60,12 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
                                                n_state ? fmt::format(", {} attention layers", n_kv) : ""), kv}};
     if (n_state)
         lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state), uint64_t(n_state) * s.delta_net.state_bytes()});
-    for (MemLine& l : std::vector<MemLine>{
+    lines.insert(lines.end(), {
         {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1))},
         {"decode activations", total_bytes(decode_buffers(s, k_max_decode_splits))},
         {"cuBLAS workspace", k_cublas_workspace},
         {"allocator slack (graph, events)", k_alloc_slack},
-    }) lines.push_back(std::move(l));
+    });
     return lines;
 }
 
@@ -523,13 +524,14 @@ Plan make_plan(const PlanInput& in) {
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
-    const bool gpu_only = s.has_moe() || s.has_delta_net() || s.attn_output_gate;
+    const std::string host_limit = host_unsupported_reason(s);
+    const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
     if (in.cpu_layers > max_cpu)
         fail("--cpu-layers {}: at most {} layers can run on the CPU with this plan ({} streamed layers in registered host memory{})",
              in.cpu_layers, max_cpu, movable.size(),
              s.has_moe() ? "; mixture-of-experts models keep every layer on the GPU"
-             : gpu_only  ? "; Qwen3.5's layers have no host decode path yet: they stay on the GPU" : "");
+             : gpu_only  ? fmt::format("; {}: every layer stays on the GPU", host_limit) : "");
     auto placement_for = [&](int c) {
         // Streamed layers among the movable ones, evenly spread, each group of CPU layers followed by one.
         std::vector<bool> on_cpu(in.blocks.size(), false);

@@ -102,8 +102,8 @@ void CpuBackend::init_delta_layer(int il) {
     const DeltaNetSpec& d = spec_.delta_net;
     const LayerWeights& L = w_.layers[size_t(il)];
     DeltaLayer& D = delta_[size_t(il)];
-    D.state.assign(size_t(d.n_v_heads) * size_t(d.k_head_dim) * size_t(d.v_head_dim), 0.0f);
-    D.conv_state.assign(size_t(d.conv_dim()) * size_t(d.conv_kernel - 1), 0.0f);
+    D.state.assign(d.state_floats(), 0.0f);
+    D.conv_state.assign(d.conv_state_floats(), 0.0f);
     auto widen = [](const TensorView& t) {
         std::vector<float> out(size_t(t.numel()));
         const int64_t rows = t.shape.size() > 1 ? t.shape[0] : 1, cols = int64_t(out.size()) / rows;

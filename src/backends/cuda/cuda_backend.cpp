@@ -307,8 +307,8 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
             l.k_cache = DeviceBuffer(kv_bytes);
             l.v_cache = DeviceBuffer(kv_bytes);
         } else {
-            l.state = DeviceBuffer(size_t(dn.n_v_heads) * size_t(dn.k_head_dim) * size_t(dn.v_head_dim) * 4);
-            l.conv_state = DeviceBuffer(size_t(dn.conv_dim()) * size_t(dn.conv_kernel - 1) * 4);
+            l.state = DeviceBuffer(dn.state_floats() * 4);
+            l.conv_state = DeviceBuffer(dn.conv_state_floats() * 4);
             TT_CUDA_CHECK(cudaMemset(l.state.ptr, 0, l.state.bytes));
             TT_CUDA_CHECK(cudaMemset(l.conv_state.ptr, 0, l.conv_state.bytes));
         }

@@ -202,21 +202,12 @@ struct DeltaNetArgs {
     int* arrivals;                           // decode: [Hk + Hv] ints, zero before the first launch (self-resetting)
 };
 // One token, one launch (the recurrent rule): no host synchronisation and nothing read from the
-// host, so it can live in a CUDA graph; scratch and arrivals may be shared by every layer. note:
+// host, so it can live in a CUDA graph; scratch (delta_net_decode_scratch_floats, in
+// runtime/device_buffers.h) and arrivals may be shared by every layer. note:
 // S is loaded before pdl_wait (launch.h), so the kernel just before this one must not write S.
 void delta_net_decode(const DeltaNetArgs& a, cudaStream_t s);
-constexpr size_t delta_net_decode_scratch_floats(int n_v_heads, int v_head_dim) {
-    return size_t(n_v_heads) * size_t(v_head_dim);  // o before its norm
-}
 // n tokens (the chunked rule, chunks of 64 tokens): four launches; n = 0 launches nothing.
 // k_head_dim is bounded by the device's shared memory (128 fits; the call fails naming the sizes).
 void delta_net_prefill(const DeltaNetArgs& a, cudaStream_t s);
-constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, int k_head_dim, int v_head_dim, int n) {
-    const size_t conv_dim = 2 * size_t(n_k_heads) * size_t(k_head_dim) + size_t(n_v_heads) * size_t(v_head_dim);
-    const size_t chunks = (size_t(n) + 63) / 64;
-    // conv output [n, conv_dim], g and beta [n, Hv], per (chunk, value head) W [64, dk] and the
-    // intra-chunk attention [64, 64] (delta_net.cu's prefill_scratch lays them out).
-    return size_t(n) * conv_dim + 2 * size_t(n) * size_t(n_v_heads) + chunks * size_t(n_v_heads) * 64 * (size_t(k_head_dim) + 64);
-}
 
 }  // namespace tt::cuda
