@@ -1029,15 +1029,21 @@ std::vector<KernelCase> build_table() {
     for (DType dt : {f32, bf16})
         for (const DeltaNetShape& c : {DeltaNetShape{16, 16, 128, 128, 2, f32}, {16, 32, 128, 128, 2, dt}, {3, 9, 24, 40, 3, f32}})
             add_delta_net(false, dt, c, false, 1e-4);
-    // Prefill: within one chunk, exactly one, one and a token, several with a remainder.
+    // Prefill: within one chunk, exactly one, one and a token, several with a remainder, and a long
+    // prompt (2048 tokens, 32 chunks: where a drifting state would show). bf16 archives scan on the
+    // tensor cores (TF32 operands, 2^-11 relative rounding each; measured 3.1e-4 output and 3.7e-4
+    // state after 2048 tokens on the H200): 2e-3 for their f32 results;
+    // the odd shape (dk 24, dv 40) keeps the f32 FMA scan in both dtypes.
+    const auto scan_tol = [](DType dt) { return dt == f32 ? 1e-4 : 2e-3; };
     add_delta_net(true, f32, {2, 4, 16, 16, 65, f32}, true, 1e-4);
     for (DType dt : {f32, bf16})
         for (int n : {1, 63, 64, 65, 200}) {
-            if (dt == bf16 || n != 65) add_delta_net(true, dt, {2, 4, 16, 16, n, f32}, false, 1e-4);
-            add_delta_net(true, dt, {16, 16, 128, 128, n, dt}, false, 1e-4);
+            if (dt == bf16 || n != 65) add_delta_net(true, dt, {2, 4, 16, 16, n, f32}, false, scan_tol(dt));
+            add_delta_net(true, dt, {16, 16, 128, 128, n, dt}, false, scan_tol(dt));
         }
     for (DType dt : {f32, bf16}) {
-        add_delta_net(true, dt, {16, 32, 128, 128, 200, dt}, false, 1e-4);
+        add_delta_net(true, dt, {16, 32, 128, 128, 200, dt}, false, scan_tol(dt));
+        add_delta_net(true, dt, {16, 16, 128, 128, 2048, f32}, false, scan_tol(dt));
         add_delta_net(true, dt, {3, 9, 24, 40, 130, f32}, false, 1e-4);
     }
     return t;

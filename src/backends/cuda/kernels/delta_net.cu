@@ -15,13 +15,17 @@
 // tokens; (2) per (64-token chunk, value head), everything that does not depend on the state: the
 // cumulative decay, the intra-chunk attention, and the UT transform (a unit lower triangular
 // solve) applied to beta v and beta e^cum k; (3) per (value head, column slice) the scan over the
-// chunks that reads and updates the state; (4) the gated RMSNorm. The matrix products are f32 FMA
-// on CUDA cores, not tensor cores: the recurrence the results are checked against is f32, and
-// the state carried over thousands of tokens is where TF32/bf16 rounding would accumulate. note:
-// (2) is parallel over all chunks, so only (3) is sequential in n, over dk x dv/slice per block.
+// chunks that reads and updates the state; (4) the gated RMSNorm. (2) is parallel over all
+// chunks, so only (3) is sequential in n, over dk x dv/slice per block: it was 60% of a 2048-token
+// prefill of Qwen3.5-0.8B as f32 FMA with its loads exposed, so for bf16/f16 archives it runs on
+// the tensor cores (TF32 operands, f32 state and accumulators) with the next chunk's operands
+// loading behind the current one's products. f32 archives keep the f32 FMA scan: the reference
+// the recurrence is checked against, and the state carried over thousands of tokens is where
+// operand rounding would accumulate.
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"
+#include "backends/cuda/kernels/ptx.cuh"
 
 #include "core/error.h"
 
@@ -559,6 +563,230 @@ __global__ void __launch_bounds__(k_scan_threads) delta_net_scan_kernel(DeltaNet
     }
 }
 
+// (3, tensor cores) The same scan for bf16/f16 archives, its four products per chunk on the tensor
+// cores (mma m16n8k8, TF32 operands: the 10-bit mantissa of the bf16/f16 weights' own
+// arithmetic, f32 accumulation; the state itself stays f32 in shared memory between chunks).
+// Block (value head h, 16 state columns js..js+15), 8 warps. Per chunk, in the order of the
+// FMA scan above but with the decays moved off the operands (so these load unscaled by cp.async):
+//   1. [w; q] S: warp i < 4 the w rows 16i.., warp i >= 4 the q rows 16(i-4)..; both 16 columns;
+//      warps < 4 write v_new = u - w S.
+//   2. warps >= 4: o = e^cum (q S) + attn v_new (attn is lower triangular: its upper tiles skipped).
+//   3. every warp, state rows 16i..: S = e^cum_L S + k^T (e^(cum_L - cum) v_new).
+// The next chunk's w, k, u and decays load into the other buffer while this chunk computes; q and
+// attn are single-buffered and reload once their last reader is past (q after step 1's barrier,
+// attn after a barrier among the warps that read it). Shared strides are chosen so a fragment's
+// 32 reads fall in 32 distinct banks (A row-major: stride = 4 mod 32 words; A read transposed
+// from k: stride = 8 mod 32; B: 24).
+constexpr int k_tc_cols = 16;
+constexpr int k_tc_threads = 256;
+constexpr int k_tc_max_dk = 128;  // two buffers of w and k, one of q and attn: ~215 KiB at dk 128
+
+struct TcScanLayout {
+    int ldw, ldk, ldv, lda;          // strides of w and q, k, u / v_new / S, attn
+    int w, k, u, dec, stage;         // float offsets in buffer 0; buffer b adds b * stage
+    int q, attn, s, vn, floats;      // float offsets of the single regions, and the total
+};
+__host__ __device__ inline TcScanLayout tc_scan_layout(int dk) {
+    TcScanLayout l;
+    l.ldw = dk + 4;
+    l.ldk = dk + 8;
+    l.ldv = k_tc_cols + 8;
+    l.lda = k_chunk + 4;
+    l.w = 0;
+    l.k = l.w + k_chunk * l.ldw;
+    l.u = l.k + k_chunk * l.ldk;
+    l.dec = l.u + k_chunk * l.ldv;
+    l.stage = l.dec + 2 * k_chunk + 4;  // e^cum [64], e^(cum_L - cum) [64], e^cum_L
+    l.q = 2 * l.stage;
+    l.attn = l.q + k_chunk * l.ldw;
+    l.s = l.attn + k_chunk * l.lda;
+    l.vn = l.s + dk * l.ldv;
+    l.floats = l.vn + k_chunk * l.ldv;
+    return l;
+}
+
+// Whether the tensor-core scan takes these dims: 16-row tiles of dk and 16-column slices of dv,
+// every row start of xc, w and attn 16-byte aligned (cp.async), and the buffers within the
+// device's shared memory.
+bool tc_scan_fits(const Dims& d, const PrefillScratch& p, size_t smem_optin) {
+    const auto aligned = [](const void* x) { return reinterpret_cast<uintptr_t>(x) % 16 == 0; };
+    return d.dk % 16 == 0 && d.dk <= k_tc_max_dk && d.dv % k_tc_cols == 0 && d.conv_dim % 4 == 0 && aligned(p.xc) &&
+           aligned(p.w) && aligned(p.attn) && size_t(tc_scan_layout(d.dk).floats) * sizeof(float) <= smem_optin;
+}
+
+__global__ void __launch_bounds__(k_tc_threads) delta_net_scan_tc_kernel(DeltaNetArgs a, PrefillScratch p) {
+    extern __shared__ float4 smem4[];
+    float* sm = reinterpret_cast<float*>(smem4);
+    const Dims d = dims_of(a);
+    const TcScanLayout l = tc_scan_layout(d.dk);
+    const int h = blockIdx.x, js = blockIdx.y * k_tc_cols, hk = h / d.group;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int n_chunks = (a.n + k_chunk - 1) / k_chunk, dk4 = d.dk / 4;
+    const size_t q_off = size_t(hk) * d.dk, k_off = size_t(d.key_dim) + q_off, v_off = 2 * size_t(d.key_dim) + size_t(h) * d.dv + js;
+    // Locals, not the kernel parameters: the lambdas below would take the parameters' addresses.
+    const int n = a.n;
+    float* const xc = p.xc;
+    const float* const pw = p.w;
+    const float* const pg = p.g;
+    const float* const pattn = p.attn;
+    float* S = a.state + size_t(h) * d.dk * d.dv;
+    float* ss = sm + l.s;
+    float* vn = sm + l.vn;
+
+    // Row t of chunk c in xc, or null past the sequence (cp_async16 then zero-fills).
+    const auto xc_row = [&](int c, int t) -> const float* {
+        const int pos = c * k_chunk + t;
+        return pos < n ? xc + size_t(pos) * d.conv_dim : nullptr;
+    };
+    const auto load_rows = [&](float* dst, int ld, int c, size_t off, int quads, int first, int stride) {
+        for (int e = first; e < k_chunk * quads; e += stride) {
+            const int t = e / quads, i = 4 * (e - t * quads);
+            const float* row = xc_row(c, t);
+            cp_async16(smem_addr(dst + t * ld + i), row ? row + off + i : xc, row != nullptr);
+        }
+    };
+    // The chunk's w, k, u by cp.async, and its decays by plain loads (visible after the next barrier).
+    const auto load_stage = [&](int c, int b) {
+        const float* wc = pw + (size_t(c) * d.Hv + h) * k_chunk * d.dk;
+        for (int e = tid; e < k_chunk * dk4; e += k_tc_threads) {
+            const int t = e / dk4, i = 4 * (e - t * dk4);
+            cp_async16(smem_addr(sm + l.w + b * l.stage + t * l.ldw + i), wc + t * d.dk + i, true);  // rows past L are zero
+        }
+        load_rows(sm + l.k + b * l.stage, l.ldk, c, k_off, dk4, tid, k_tc_threads);
+        load_rows(sm + l.u + b * l.stage, l.ldv, c, v_off, k_tc_cols / 4, tid, k_tc_threads);
+        if (tid < k_chunk) {
+            const int t0 = c * k_chunk, L = min(k_chunk, n - t0);
+            const float cum_last = pg[size_t(t0 + L - 1) * d.Hv + h];
+            const float cum = tid < L ? pg[size_t(t0 + tid) * d.Hv + h] : cum_last;  // padded rows: no decay
+            float* dec = sm + l.dec + b * l.stage;
+            dec[tid] = expf(cum);
+            dec[k_chunk + tid] = expf(cum_last - cum);
+            if (tid == 0) dec[2 * k_chunk] = expf(cum_last);
+        }
+    };
+    const auto load_q = [&](int c) { load_rows(sm + l.q, l.ldw, c, q_off, dk4, tid, k_tc_threads); };
+    const auto load_attn = [&](int c, int first, int stride) {  // rows are whole (64 x 64 per chunk)
+        const float* ac = pattn + (size_t(c) * d.Hv + h) * k_chunk * k_chunk;
+        for (int e = first; e < k_chunk * k_chunk / 4; e += stride) {
+            const int t = e / (k_chunk / 4), i = 4 * (e - t * (k_chunk / 4));
+            cp_async16(smem_addr(sm + l.attn + t * l.lda + i), ac + t * k_chunk + i, true);
+        }
+    };
+
+    pdl_wait();
+    pdl_launch_dependents();
+    load_stage(0, 0);
+    load_q(0);
+    load_attn(0, tid, k_tc_threads);
+    cp_async_commit();
+    for (int e = tid; e < d.dk * k_tc_cols; e += k_tc_threads) {
+        const int i = e / k_tc_cols, j = e - i * k_tc_cols;
+        ss[i * l.ldv + j] = S[size_t(i) * d.dv + js + j];
+    }
+    for (int c = 0; c < n_chunks; ++c) {
+        const int b = c & 1, t0 = c * k_chunk, L = min(k_chunk, n - t0);
+        cp_async_wait_all();
+        __syncthreads();  // chunk c is in shared memory; the previous chunk is done with every buffer
+        if (c + 1 < n_chunks) load_stage(c + 1, b ^ 1);
+        cp_async_commit();
+        const float* sw = sm + l.w + b * l.stage;
+        const float* sk = sm + l.k + b * l.stage;
+        const float* su = sm + l.u + b * l.stage;
+        const float* dec = sm + l.dec + b * l.stage;
+
+        // 1. [w; q] S over dk, 8 k-steps per 64 of dk.
+        float acc[2][4] = {};
+        {
+            const float* A = warp < 4 ? sw + 16 * warp * l.ldw : sm + l.q + 16 * (warp - 4) * l.ldw;
+            for (int k0 = 0; k0 < d.dk; k0 += 8) {
+                const uint32_t af[4] = {to_tf32(A[g * l.ldw + k0 + t4]), to_tf32(A[(g + 8) * l.ldw + k0 + t4]),
+                                        to_tf32(A[g * l.ldw + k0 + t4 + 4]), to_tf32(A[(g + 8) * l.ldw + k0 + t4 + 4])};
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+                    mma1688_tf32(acc[nt], af, to_tf32(ss[(k0 + t4) * l.ldv + 8 * nt + g]),
+                                 to_tf32(ss[(k0 + t4 + 4) * l.ldv + 8 * nt + g]));
+            }
+        }
+        if (warp < 4) {  // v_new = u - w S
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const int row = 16 * warp + g + 8 * (r >> 1), col = 8 * nt + 2 * t4 + (r & 1);
+                    vn[row * l.ldv + col] = su[row * l.ldv + col] - acc[nt][r];
+                }
+        }
+        __syncthreads();  // v_new is complete; q and S are no longer read
+        if (c + 1 < n_chunks) load_q(c + 1);
+        cp_async_commit();
+
+        // 2. o = e^cum (q S) + attn v_new for the q rows of warps 4..7, over the keys up to the diagonal.
+        if (warp >= 4) {
+            const int r0 = 16 * (warp - 4);
+            const float* A = sm + l.attn + r0 * l.lda;
+            float o[2][4] = {};
+            for (int k0 = 0; k0 < r0 + 16; k0 += 8) {
+                const uint32_t af[4] = {to_tf32(A[g * l.lda + k0 + t4]), to_tf32(A[(g + 8) * l.lda + k0 + t4]),
+                                        to_tf32(A[g * l.lda + k0 + t4 + 4]), to_tf32(A[(g + 8) * l.lda + k0 + t4 + 4])};
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+                    mma1688_tf32(o[nt], af, to_tf32(vn[(k0 + t4) * l.ldv + 8 * nt + g]),
+                                 to_tf32(vn[(k0 + t4 + 4) * l.ldv + 8 * nt + g]));
+            }
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const int row = r0 + g + 8 * half;
+                if (row >= L) continue;
+                float* dst = xc + size_t(t0 + row) * d.conv_dim + v_off;
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt) {
+                    const int col = 8 * nt + 2 * t4;
+                    *reinterpret_cast<float2*>(dst + col) =
+                        make_float2(dec[row] * acc[nt][2 * half] + o[nt][2 * half], dec[row] * acc[nt][2 * half + 1] + o[nt][2 * half + 1]);
+                }
+            }
+            // attn's last readers are these four warps: past this barrier they reload it.
+            asm volatile("bar.sync 1, 128;\n" ::: "memory");
+            if (c + 1 < n_chunks) load_attn(c + 1, tid - 128, 128);
+            cp_async_commit();
+        }
+
+        // 3. S = e^cum_L S + k^T (e^(cum_L - cum) v_new); A = k^T read from k's rows.
+        const float* ek = dec + k_chunk;
+        const float e_last = dec[2 * k_chunk];
+        const int k_end = (L + 7) & ~7;  // v_new rows past L are zero
+        for (int mt = warp; mt < d.dk / 16; mt += 8) {
+            const int i0 = 16 * mt;
+            float st[2][4];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    st[nt][r] = e_last * ss[(i0 + g + 8 * (r >> 1)) * l.ldv + 8 * nt + 2 * t4 + (r & 1)];
+            for (int k0 = 0; k0 < k_end; k0 += 8) {
+                const uint32_t af[4] = {to_tf32(sk[(k0 + t4) * l.ldk + i0 + g]), to_tf32(sk[(k0 + t4) * l.ldk + i0 + g + 8]),
+                                        to_tf32(sk[(k0 + t4 + 4) * l.ldk + i0 + g]), to_tf32(sk[(k0 + t4 + 4) * l.ldk + i0 + g + 8])};
+                const float e0 = ek[k0 + t4], e1 = ek[k0 + t4 + 4];
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+                    mma1688_tf32(st[nt], af, to_tf32(e0 * vn[(k0 + t4) * l.ldv + 8 * nt + g]),
+                                 to_tf32(e1 * vn[(k0 + t4 + 4) * l.ldv + 8 * nt + g]));
+            }
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    ss[(i0 + g + 8 * (r >> 1)) * l.ldv + 8 * nt + 2 * t4 + (r & 1)] = st[nt][r];
+        }
+    }
+    cp_async_wait_all();
+    __syncthreads();
+    for (int e = tid; e < d.dk * k_tc_cols; e += k_tc_threads) {
+        const int i = e / k_tc_cols, j = e - i * k_tc_cols;
+        S[size_t(i) * d.dv + js + j] = ss[i * l.ldv + j];
+    }
+}
+
 // (4) Qwen3_5RMSNormGated per (token, value head) row of o (in xc's v columns): one warp a row.
 constexpr int k_norm_warps = 8;
 
@@ -633,17 +861,26 @@ void delta_net_prefill(const DeltaNetArgs& a, cudaStream_t s) {
     launch(delta_net_chunk_prep_kernel, dim3(unsigned(n_chunks), unsigned(d.Hv)), k_prep_threads, prep_smem, s, a, p);
     TT_CUDA_LAUNCH_CHECK();
 
-    // (3) the scan: 16 state columns a block when that still fits the grid in one wave over the
-    // SMs (twice the blocks of 32), else 32 (half the reloads of w, q and k per column).
-    int dev = 0, n_sms = 0;
+    // (3) the scan. bf16/f16 archives: on the tensor cores when the dims allow (tc_scan_fits); f32
+    // archives keep f32 FMA, the reference the others are checked against.
+    int dev = 0, n_sms = 0, optin = 0;
     TT_CUDA_CHECK(cudaGetDevice(&dev));
     TT_CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, dev));
-    const bool narrow = d.Hv * ((d.dv + 15) / 16) <= n_sms;
-    const int dvs = narrow ? 16 : 32;
-    const size_t scan_smem = scan_smem_floats(d.dk, dvs) * sizeof(float);
-    auto scan = narrow ? delta_net_scan_kernel<16> : delta_net_scan_kernel<32>;
-    set_smem(scan, scan_smem, "the scan kernel");
-    launch(scan, dim3(unsigned(d.Hv), unsigned((d.dv + dvs - 1) / dvs)), k_scan_threads, scan_smem, s, a, p);
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (a.wdt != DType::f32 && tc_scan_fits(d, p, size_t(optin))) {
+        const size_t smem = size_t(tc_scan_layout(d.dk).floats) * sizeof(float);
+        set_smem(delta_net_scan_tc_kernel, smem, "the tensor-core scan kernel");
+        launch(delta_net_scan_tc_kernel, dim3(unsigned(d.Hv), unsigned(d.dv / k_tc_cols)), k_tc_threads, smem, s, a, p);
+    } else {
+        // 16 state columns a block when that still fits the grid in one wave over the SMs (twice
+        // the blocks of 32), else 32 (half the reloads of w, q and k per column).
+        const bool narrow = d.Hv * ((d.dv + 15) / 16) <= n_sms;
+        const int dvs = narrow ? 16 : 32;
+        const size_t scan_smem = scan_smem_floats(d.dk, dvs) * sizeof(float);
+        auto scan = narrow ? delta_net_scan_kernel<16> : delta_net_scan_kernel<32>;
+        set_smem(scan, scan_smem, "the scan kernel");
+        launch(scan, dim3(unsigned(d.Hv), unsigned((d.dv + dvs - 1) / dvs)), k_scan_threads, scan_smem, s, a, p);
+    }
     TT_CUDA_LAUNCH_CHECK();
 
     // (4) the gated RMSNorm
