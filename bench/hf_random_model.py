@@ -4,7 +4,10 @@ own initialisation (on the GPU, bf16), saves it, then measures transformers on i
 eager generate) and writes reference logits in the format of ../shared's reference files, so that
 ThinTensor's run on the same checkpoint can be checked and compared in the same benchmark run.
 
-usage: hf_random_model.py SHAPE OUT_DIR RESULT_JSON [--gen N] [--prefill N] [--no-speed] [--no-f32]
+usage: hf_random_model.py SHAPE OUT_DIR RESULT_JSON [--gen N] [--prefill N] [--no-speed] [--no-f32] [--speed-only]
+--speed-only: OUT_DIR already holds the checkpoint (made earlier by this script): load it and
+measure transformers' speed only (a benchmark that makes the checkpoint while other work loads the
+CPU, and times transformers once the machine is quiet).
 SHAPE: llama3-8b | qwen3-0.6b | qwen3-30b-a3b-16l (Qwen3-30B-A3B with 16 of its 48 layers, ~21 GB)
        | qwen3.5-0.8b (Qwen3.5-0.8B's text model: [3 Gated DeltaNet + 1 gated attention] x 6)
 
@@ -157,6 +160,23 @@ def sync_time(fn, reps):
     return out[len(out) // 2]
 
 
+def measure_speed(model, vocab_size, a, res, g):
+    """transformers' decode (eager generate, batch 1, one prompt token, a.gen new tokens) and
+    prefill (one forward pass over a.prefill tokens) speed, into res."""
+    torch.cuda.reset_peak_memory_stats()
+    prompt = torch.randint(0, vocab_size, (1, 1), generator=g).cuda()
+    model.generate(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
+    dt = sync_time(lambda: model.generate(prompt, max_new_tokens=a.gen, min_new_tokens=a.gen,
+                                          do_sample=False, pad_token_id=0), 2)
+    res["hf_decode_tok_s"] = a.gen / dt
+    long_ids = torch.randint(0, vocab_size, (1, a.prefill), generator=g).cuda()
+    model(long_ids, logits_to_keep=1)
+    dt = sync_time(lambda: model(long_ids, logits_to_keep=1), 3)
+    res["hf_prefill_tok_s"] = a.prefill / dt
+    res["hf_prefill_len"] = a.prefill
+    res["hf_speed_max_vram_allocated"] = torch.cuda.max_memory_allocated()  # weights + the speed runs' buffers
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("shape", choices=sorted(SHAPES))
@@ -167,8 +187,20 @@ def main():
     ap.add_argument("--no-speed", action="store_true", help="make the checkpoint and reference only")
     ap.add_argument("--no-f32", action="store_true", help="skip the f32 reference logits (logits_bf16 only)")
     ap.add_argument("--ref-len", type=int, default=64, help="tokens of the reference prompt")
+    ap.add_argument("--speed-only", action="store_true", help="load OUT_DIR's checkpoint, measure speed only")
     a = ap.parse_args()
     torch.manual_seed(0)
+    if a.speed_only:
+        model = AutoModelForCausalLM.from_pretrained(a.out_dir, dtype=torch.bfloat16, attn_implementation="sdpa").cuda()
+        model.eval()
+        res = {"shape": a.shape, "from": a.out_dir, "params": sum(p.numel() for p in model.parameters()),
+               "torch": torch.__version__, "transformers": __import__("transformers").__version__,
+               "gpu": torch.cuda.get_device_name(0)}
+        with torch.no_grad():
+            measure_speed(model, model.config.vocab_size, a, res, torch.Generator(device="cpu").manual_seed(1))
+        json.dump(res, open(a.result_json, "w"), indent=2)
+        print(json.dumps(res))
+        return 0
     cfg = SHAPES[a.shape]()
     cfg._attn_implementation = "sdpa"
     t0 = time.perf_counter()
@@ -217,20 +249,7 @@ def main():
         if a.no_speed:
             json.dump(res, open(a.result_json, "w"), indent=2)
             return 0
-        # Decode speed: eager generate, batch 1, one prompt token, a fixed number of new tokens.
-        torch.cuda.reset_peak_memory_stats()
-        prompt = ids[:, :1]
-        model.generate(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
-        dt = sync_time(lambda: model.generate(prompt, max_new_tokens=a.gen, min_new_tokens=a.gen,
-                                              do_sample=False, pad_token_id=0), 2)
-        res["hf_decode_tok_s"] = a.gen / dt
-        # Prefill speed: one forward pass over a.prefill tokens.
-        long_ids = torch.randint(0, cfg.vocab_size, (1, a.prefill), generator=g).cuda()
-        model(long_ids, logits_to_keep=1)
-        dt = sync_time(lambda: model(long_ids, logits_to_keep=1), 3)
-        res["hf_prefill_tok_s"] = a.prefill / dt
-        res["hf_prefill_len"] = a.prefill
-        res["hf_speed_max_vram_allocated"] = torch.cuda.max_memory_allocated()  # weights + the speed runs' buffers
+        measure_speed(model, cfg.vocab_size, a, res, g)
     json.dump(res, open(a.result_json, "w"), indent=2)
     print(json.dumps(res))
 
