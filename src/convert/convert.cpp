@@ -111,6 +111,50 @@ void check_output_path(const fs::path& dir, const std::string& out, const std::s
     }
 }
 
+// Picks, layer by layer, where the routed experts are read from: one tensor per expert and matrix
+// (TensorPlan::hf_name), or the layer's fused 3-D tensors (TensorPlan::hf_fused). The expert
+// tensors decide; Mixtral's router follows them (its fused layout renames it). A layer holding
+// both layouts, or neither, is refused here, naming a tensor of each; a tensor missing from the
+// layout chosen is left to the caller's check, which names it.
+void choose_expert_layouts(const Checkpoint& ck, std::vector<TensorPlan>& plan, const std::string& src) {
+    struct Layer {
+        std::string per_expert_found, fused_found;  // a tensor of each layout the checkpoint has
+        std::string per_expert_name, fused_name;    // a name of each layout, for messages
+    };
+    std::map<int, Layer> layers;
+    for (const auto& p : plan) {
+        if (p.hf_fused.name.empty() || p.expert < 0) continue;
+        Layer& l = layers[p.layer];
+        if (l.per_expert_name.empty()) {
+            l.per_expert_name = p.hf_name;
+            l.fused_name = p.hf_fused.name;
+        }
+        if (l.per_expert_found.empty() && ck.tensors.count(p.hf_name)) l.per_expert_found = p.hf_name;
+        if (l.fused_found.empty() && ck.tensors.count(p.hf_fused.name)) l.fused_found = p.hf_fused.name;
+    }
+    const std::string where = ck.files.size() == 1 ? ck.files[0]->path() : src;
+    std::vector<int> fused;
+    for (const auto& [il, l] : layers) {
+        if (!l.per_expert_found.empty() && !l.fused_found.empty())
+            fail("{}: layer {} stores its experts both one tensor per expert ('{}') and fused ('{}'); a checkpoint "
+                 "holds one of the two layouts",
+                 where, il, l.per_expert_found, l.fused_found);
+        if (l.per_expert_found.empty() && l.fused_found.empty())
+            fail("{}: layer {} has no routed experts: neither '{}' (one tensor per expert) nor '{}' (fused)", where, il,
+                 l.per_expert_name, l.fused_name);
+        if (!l.fused_found.empty()) fused.push_back(il);
+    }
+    for (auto& p : plan) {
+        if (p.hf_fused.name.empty() || !std::binary_search(fused.begin(), fused.end(), p.layer)) continue;
+        p.hf_name = p.hf_fused.name;
+        p.hf_shape = p.hf_fused.shape;
+        p.hf_row_begin = p.hf_fused.row_begin;
+    }
+    if (!fused.empty())
+        log::info("note: {} of {} expert layer(s) store their experts fused ({}); each expert is cut out of them",
+                  fused.size(), layers.size(), layers.at(fused.front()).fused_found);
+}
+
 std::string file_magic(const fs::path& p) {
     std::ifstream f(p, std::ios::binary);
     char buf[8] = {};
@@ -219,10 +263,12 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
         fail("{}: num_hidden_layers is {} but the checkpoint has tensors for {} layer(s)", config_path.string(),
              spec.n_layers, ck_layers);
 
+    std::vector<TensorPlan> plan = plan_tensors(spec);
+    choose_expert_layouts(ck, plan, src);
+
     // Check everything before writing a byte: missing tensors, shapes, dtypes.
     uint64_t total_in = 0;
     std::set<std::string> used;
-    std::vector<TensorPlan> plan = plan_tensors(spec);
     for (auto& p : plan) {
         auto it = ck.tensors.find(p.hf_name);
         if (it == ck.tensors.end() && !p.hf_alt_name.empty() && ck.tensors.count(p.hf_alt_name)) {
@@ -235,8 +281,9 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
                  p.hf_name, p.name, spec.hf_architecture);
         const TensorView& t = *it->second;
         if (t.shape != p.hf_shape)
-            fail("{}: tensor '{}' has shape {} but config.json implies {}", ck.where[p.hf_name], p.hf_name,
-                 shape_str(t.shape), shape_str(p.hf_shape));
+            fail("{}: tensor '{}' has shape {} but config.json implies {}{}", ck.where[p.hf_name], p.hf_name,
+                 shape_str(t.shape), shape_str(p.hf_shape),
+                 p.hf_name == p.hf_fused.name && !p.hf_fused.layout.empty() ? fmt::format(" ({})", p.hf_fused.layout) : "");
         if (!dtype_is_float(t.dtype))
             fail("{}: tensor '{}' has dtype {}; only f32/f16/bf16 weights are supported", ck.where[p.hf_name], p.hf_name,
                  dtype_name(t.dtype));
@@ -289,12 +336,14 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
             w.begin_block(block);
         }
         const TensorView& t = *ck.tensors.at(p.hf_name);
-        const int64_t row_elems = p.hf_shape.size() > 1 ? p.hf_shape[1] : 1;
-        const uint64_t first_elem = uint64_t(p.hf_row_begin * row_elems);
-        const uint8_t* src_ptr = t.data + first_elem * dtype_size(t.dtype);
-        const DType out_dtype = opt.dtype.value_or(t.dtype);
+        // The slice: whole rows of the archive tensor's width (TensorPlan::hf_row_begin).
         uint64_t numel = 0;
         TT_ASSERT(checked_numel(p.shape, numel));
+        const uint64_t row_elems = p.shape.empty() ? 1 : numel / uint64_t(p.shape[0]);
+        const uint64_t first_elem = uint64_t(p.hf_row_begin) * row_elems;
+        TT_ASSERT(first_elem + numel <= uint64_t(t.numel()), "{} overruns {}", p.name, p.hf_name);
+        const uint8_t* src_ptr = t.data + first_elem * dtype_size(t.dtype);
+        const DType out_dtype = opt.dtype.value_or(t.dtype);
         // note: checked just before the writer reads the same bytes, so they are hot in the page
         // cache; the index is the element's flat index in the checkpoint's tensor.
         const FiniteReport fin = check_finite(src_ptr, t.dtype, out_dtype, numel, pool);

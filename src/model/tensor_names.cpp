@@ -82,6 +82,34 @@ constexpr OverrideRow k_overrides[] = {
     {Arch::mixtral, Role::expert_down, "model.layers.{}.block_sparse_moe.experts.{}.w2.weight"},
 };
 
+// Fused experts: transformers v5's experts modules (modeling_qwen3_5_moe.py's Qwen3_5MoeExperts,
+// and Qwen3-MoE's and Mixtral's alike) hold a layer's routed experts as two 3-D parameters, and
+// checkpoints stored from them as they are (the published Qwen3.5-MoE ones) hold those. Expert e's
+// gate_proj is gate_up_proj[e] rows [0, ffn), its up_proj rows [ffn, 2 * ffn) (the forward chunks
+// `linear(x, gate_up_proj[e])` in two, gate first), and its down_proj is down_proj[e]; every matrix
+// is [out, in] as nn.Linear's weight, so each expert's is a contiguous run of rows.
+// note: transformers' conversion_mapping.py builds the same tensors from per-expert checkpoints
+// (stacked on a new dim 0, then gate and up concatenated on dim 1; Mixtral's w1 before w3), and
+// renames Mixtral's block_sparse_moe to mlp, its router with it. Its "transposed" experts
+// ([n, hidden, 2 * ffn], `experts_are_transposed`) belong to architectures not converted here.
+enum class FusedPart { gate_rows, up_rows, down };
+struct FusedRow {
+    Role role;
+    const char* hf;
+    FusedPart part;
+};
+constexpr FusedRow k_fused_experts[] = {
+    {Role::expert_gate, "model.layers.{}.mlp.experts.gate_up_proj", FusedPart::gate_rows},
+    {Role::expert_up, "model.layers.{}.mlp.experts.gate_up_proj", FusedPart::up_rows},
+    {Role::expert_down, "model.layers.{}.mlp.experts.down_proj", FusedPart::down},
+};
+constexpr OverrideRow k_fused_overrides[] = {
+    {Arch::mixtral, Role::moe_router, "model.layers.{}.mlp.gate.weight"},
+};
+constexpr std::string_view k_gate_up_layout =
+    "[n_experts, 2 * expert_ffn, hidden]: per expert its gate_proj rows, then its up_proj rows";
+constexpr std::string_view k_down_layout = "[n_experts, hidden, expert_ffn]: per expert its down_proj";
+
 const NameRow& row(Role r) {
     for (const auto& n : k_names)
         if (n.role == r) return n;
@@ -140,9 +168,19 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const int64_t h = s.hidden_dim, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn_dim, v = s.vocab_size, hd = s.head_dim;
     std::vector<TensorPlan> out;
     auto add = [&](Role r, int layer, Shape shape, const std::string& block, int expert = -1) {
-        TensorPlan p{r, layer, tensor_name(r, layer, expert), shape, block, hf_name(s.arch, r, layer, expert), 0, shape, "", expert};
-        if (nested_text_model(s) && p.hf_name.starts_with(k_text_prefix))
-            p.hf_name = std::string(k_nested_text_prefix) + p.hf_name.substr(k_text_prefix.size());
+        TensorPlan p{r, layer, tensor_name(r, layer, expert), shape, block, hf_name(s.arch, r, layer, expert), 0, shape, "", expert, {}};
+        for (const auto& fr : k_fused_experts) {
+            if (fr.role != r) continue;
+            const std::string fused = fill(fr.hf, layer, -1);
+            const int64_t n = s.moe.n_experts, ef = s.moe.expert_ffn_dim;
+            if (fr.part == FusedPart::down) p.hf_fused = {fused, {n, h, ef}, expert * h, k_down_layout};
+            else p.hf_fused = {fused, {n, 2 * ef, h}, expert * 2 * ef + (fr.part == FusedPart::up_rows ? ef : 0), k_gate_up_layout};
+        }
+        for (const auto& o : k_fused_overrides)
+            if (o.arch == s.arch && o.role == r) p.hf_fused = {fill(o.hf, layer, -1), shape, 0, {}};
+        for (std::string* name : {&p.hf_name, &p.hf_fused.name})
+            if (nested_text_model(s) && name->starts_with(k_text_prefix))
+                *name = std::string(k_nested_text_prefix) + name->substr(k_text_prefix.size());
         if (r == Role::ssm_conv) p.hf_shape = {shape[0], 1, shape[1]};  // nn.Conv1d's [out, in / groups, kernel]
         if (s.arch == Arch::phi3) {  // rows of the fused matrices
             switch (r) {

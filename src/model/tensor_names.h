@@ -70,14 +70,25 @@ struct TensorPlan {
     Shape shape;            // expected shape
     std::string block;      // "embed", "layer.N", "layer.N.expert.E", "output": the contiguous group it is stored in
     std::string hf_name;    // source tensor in the HF checkpoint
-    // note: Phi-3 fuses q/k/v (and gate/up) into one matrix; the converter splits it, so the runtime
-    // sees one layout for every architecture. The slice is rows [hf_row_begin, hf_row_begin + shape[0]).
+    // note: Phi-3 fuses q/k/v (and gate/up) into one matrix, and fused experts stack every expert
+    // in one 3-D tensor; the converter cuts the slice out, so the runtime sees one layout for every
+    // checkpoint. The slice is whole rows of this tensor's width (the elements of `shape` after its
+    // first dimension): the HF tensor read as rows of that width, rows [hf_row_begin, hf_row_begin + shape[0]).
     int64_t hf_row_begin = 0;
     Shape hf_shape;         // the HF tensor's expected shape (differs from `shape` when sliced)
     // note: a tied checkpoint may store the shared matrix under the output head's name only
     // (safetensors drops aliases); the converter then reads it from here.
     std::string hf_alt_name;
     int expert = -1;        // expert index of the expert_* roles
+    // The other source of a routed expert's tensor (and of Mixtral's router): the layer's experts
+    // stored fused, as transformers v5 holds them (tensor_names.cpp, k_fused_experts). Empty name
+    // where there is none. The converter picks one layout per layer and then reads this instead.
+    struct FusedSource {
+        std::string name;        // "model.layers.3.mlp.experts.gate_up_proj"
+        Shape shape;             // the fused tensor's expected shape
+        int64_t row_begin = 0;   // as hf_row_begin
+        std::string_view layout; // the fused tensor's layout in words, for messages
+    } hf_fused;
 };
 
 // The layer N of a per-layer Hugging Face tensor name ("model.layers.N.…", the table's prefix, or

@@ -524,6 +524,69 @@ TEST(ConvertSharded, EqualsUnshardedConversion) {
     }
 }
 
+// A mixture of experts stored fused (transformers v5's 3-D gate_up_proj / down_proj, built here
+// from the per-expert fixtures) converts to the very archive the per-expert checkpoint gives: the
+// same tensors, bytes, checksums and layout, so nothing after convert can tell them apart.
+TEST(ConvertFusedExperts, EqualPerExpertConversion) {
+    for (const char* fixture : {"qwen3_moe", "mixtral", "qwen3_5_moe_text"}) {
+        SCOPED_TRACE(fixture);
+        TempDir tmp;
+        const fs::path src = shared_dir() / "fixtures/hf-tiny" / fixture, fused = tmp / "fused";
+        write_fused_experts_checkpoint(src, fused);
+        {
+            SafetensorsFile st((fused / "model.safetensors").string());
+            ASSERT_NE(st.find("model.layers.1.mlp.experts.gate_up_proj"), nullptr);
+            ASSERT_EQ(st.find("model.layers.1.mlp.experts.0.gate_proj.weight"), nullptr);
+        }
+        for (const std::optional<DType> dtype : {std::optional<DType>{}, std::optional<DType>{DType::bf16}}) {
+            ConvertOptions opt;
+            opt.dtype = dtype;
+            const ConvertResult r1 = convert_hf(src.string(), (tmp / "per_expert.thin").string(), opt);
+            const ConvertResult r2 = convert_hf(fused.string(), (tmp / "fused.thin").string(), opt);
+            EXPECT_EQ(r1.bytes_read, r2.bytes_read);  // every fused byte read once
+            const Archive one = Archive::open((tmp / "per_expert.thin").string());
+            const Archive two = Archive::open((tmp / "fused.thin").string());
+            EXPECT_NO_THROW(two.verify());
+            ASSERT_EQ(one.tensors().size(), two.tensors().size());
+            for (size_t i = 0; i < one.tensors().size(); ++i) {
+                const auto &x = one.tensors()[i], &y = two.tensors()[i];
+                EXPECT_EQ(x.view.name, y.view.name);
+                EXPECT_EQ(x.view.shape, y.view.shape) << x.view.name;
+                EXPECT_EQ(x.offset, y.offset) << x.view.name;
+                EXPECT_EQ(x.xxh3, y.xxh3) << x.view.name;
+                ASSERT_EQ(x.view.nbytes, y.view.nbytes);
+                EXPECT_EQ(0, std::memcmp(x.view.data, y.view.data, x.view.nbytes)) << x.view.name;
+            }
+            EXPECT_EQ(one.metadata()["spec"], two.metadata()["spec"]);
+        }
+    }
+}
+
+// The layout Qwen/Qwen3.5-35B-A3B publishes: Qwen3_5MoeForConditionalGeneration, the text model
+// under model.language_model.*, its experts fused. It converts to the per-expert fixture's tensors.
+TEST(ConvertFusedExperts, PublishedQwen3_5MoeImageTextLayout) {
+    TempDir tmp;
+    const fs::path src = shared_dir() / "fixtures/hf-tiny/qwen3_5_moe_text", ck = tmp / "vl";
+    write_fused_experts_checkpoint(src, ck);
+    nlohmann::json text = read_json(src / "config.json");
+    text.erase("architectures");
+    const nlohmann::json vl = {{"architectures", {"Qwen3_5MoeForConditionalGeneration"}}, {"text_config", text}};
+    std::ofstream(ck / "config.json") << vl.dump(2);
+    std::vector<StTensor> ts = read_safetensors(ck / "model.safetensors");
+    for (auto& t : ts)
+        if (t.name.rfind("model.", 0) == 0) t.name = "model.language_model." + t.name.substr(6);
+    write_safetensors(ck / "model.safetensors", ts);
+    convert_hf(src.string(), (tmp / "per_expert.thin").string(), {});
+    convert_hf(ck.string(), (tmp / "vl.thin").string(), {});
+    const Archive one = Archive::open((tmp / "per_expert.thin").string());
+    const Archive two = Archive::open((tmp / "vl.thin").string());
+    ASSERT_EQ(one.tensors().size(), two.tensors().size());
+    for (size_t i = 0; i < one.tensors().size(); ++i) {
+        EXPECT_EQ(one.tensors()[i].view.name, two.tensors()[i].view.name);
+        EXPECT_EQ(one.tensors()[i].xxh3, two.tensors()[i].xxh3) << one.tensors()[i].view.name;
+    }
+}
+
 // bf16 and f16 sources: auto keeps the stored dtype bit for bit; explicit dtypes cast from it.
 TEST(ConvertDtype, HalfSourcesKeptByAutoAndCastOnRequest) {
     TempDir tmp;

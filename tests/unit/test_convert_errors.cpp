@@ -294,3 +294,69 @@ TEST(ConvertErrors, MoeExpertsMissingOrMisshapen) {
         expect_convert_error(b, {(b.model / "config.json").string(), "'num_experts_per_tok' 5 is more than 'num_local_experts' 4"});
     }
 }
+
+// Experts stored fused (transformers v5's [n_experts, 2 * ffn, hidden] gate_up_proj and
+// [n_experts, hidden, ffn] down_proj): a wrong shape fails naming the tensor, the shape expected
+// and the layout; a layer with both layouts or neither fails naming a tensor of each.
+TEST(ConvertErrors, MoeFusedExpertsMisshapenOrAmbiguous) {
+    const fs::path qwen = shared_dir() / "fixtures/hf-tiny/qwen3_moe";
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        write_fused_experts_checkpoint(qwen, b.model);
+        nlohmann::json cfg = read_json(b.model / "config.json");
+        cfg["moe_intermediate_size"] = 16;  // the experts are 32 wide
+        std::ofstream(b.model / "config.json") << cfg.dump();
+        expect_convert_error(b, {(b.model / "model.safetensors").string(),
+                                 "tensor 'model.layers.0.mlp.experts.gate_up_proj' has shape [8, 64, 64] but config.json "
+                                 "implies [8, 32, 64] ([n_experts, 2 * expert_ffn, hidden]: per expert its gate_proj rows, "
+                                 "then its up_proj rows)"});
+    }
+    {
+        // The same bytes under a transposed down_proj's shape, [n_experts, ffn, hidden].
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        write_fused_experts_checkpoint(qwen, b.model);
+        rewrite_header(b.model / "model.safetensors",
+                       [](nlohmann::json& h) { h["model.layers.1.mlp.experts.down_proj"]["shape"] = {8, 32, 64}; });
+        expect_convert_error(b, {"tensor 'model.layers.1.mlp.experts.down_proj' has shape [8, 32, 64] but config.json "
+                                 "implies [8, 64, 32] ([n_experts, hidden, expert_ffn]: per expert its down_proj)"});
+    }
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        write_fused_experts_checkpoint(qwen, b.model);
+        std::vector<StTensor> both = read_safetensors(b.model / "model.safetensors");
+        for (const auto& t : read_safetensors(qwen / "model.safetensors"))
+            if (t.name == "model.layers.1.mlp.experts.3.down_proj.weight") both.push_back(t);
+        write_safetensors(b.model / "model.safetensors", both);
+        expect_convert_error(b, {"layer 1 stores its experts both one tensor per expert "
+                                 "('model.layers.1.mlp.experts.3.down_proj.weight') and fused "
+                                 "('model.layers.1.mlp.experts.gate_up_proj')"});
+    }
+    {
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        write_fused_experts_checkpoint(qwen, b.model);
+        rewrite_header(b.model / "model.safetensors", [](nlohmann::json& h) {
+            h.erase("model.layers.1.mlp.experts.gate_up_proj");
+            h.erase("model.layers.1.mlp.experts.down_proj");
+        });
+        expect_convert_error(b, {"layer 1 has no routed experts: neither 'model.layers.1.mlp.experts.0.gate_proj.weight' "
+                                 "(one tensor per expert) nor 'model.layers.1.mlp.experts.gate_up_proj' (fused)"});
+    }
+    {
+        // One of the two fused tensors missing: the other layout is not looked for.
+        Broken b("fixtures/hf-tiny/qwen3_moe");
+        write_fused_experts_checkpoint(qwen, b.model);
+        rewrite_header(b.model / "model.safetensors", [](nlohmann::json& h) { h.erase("model.layers.0.mlp.experts.down_proj"); });
+        expect_convert_error(b, {"missing tensor 'model.layers.0.mlp.experts.down_proj'", "blk.0.expert.0.ffn_down.weight"});
+    }
+    {
+        // Mixtral's fused layout names its router mlp.gate (conversion_mapping.py renames
+        // block_sparse_moe to mlp); the old name beside fused experts is not taken.
+        Broken b("fixtures/hf-tiny/mixtral");
+        write_fused_experts_checkpoint(shared_dir() / "fixtures/hf-tiny/mixtral", b.model);
+        rewrite_header(b.model / "model.safetensors", [](nlohmann::json& h) {
+            h["model.layers.0.block_sparse_moe.gate.weight"] = h["model.layers.0.mlp.gate.weight"];
+            h.erase("model.layers.0.mlp.gate.weight");
+        });
+        expect_convert_error(b, {"missing tensor 'model.layers.0.mlp.gate.weight'", "blk.0.ffn_gate_inp.weight"});
+    }
+}

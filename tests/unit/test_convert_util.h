@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -140,5 +141,54 @@ inline void copy_checkpoint(const fs::path& src, const fs::path& dst) {
 }
 
 inline nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(read_file(p.string())); }
+
+// Copies a mixture-of-experts checkpoint (one tensor per expert) with its experts stored fused, as
+// transformers v5's experts modules hold them (modeling_qwen3_5_moe.py's Qwen3_5MoeExperts): per
+// layer mlp.experts.gate_up_proj [n_experts, 2 * ffn, hidden] (expert e's gate_proj rows, then its
+// up_proj rows) and mlp.experts.down_proj [n_experts, hidden, ffn]; Mixtral's w1/w3/w2 are its
+// gate/up/down, and its block_sparse_moe.gate becomes mlp.gate (conversion_mapping.py). The bytes
+// are restacked untouched. The names are written here from transformers, not from tensor_names.cpp.
+inline void write_fused_experts_checkpoint(const fs::path& src, const fs::path& dst) {
+    copy_checkpoint(src, dst);
+    std::vector<StTensor> out;
+    struct Expert {
+        const StTensor *gate = nullptr, *up = nullptr, *down = nullptr;
+    };
+    std::map<std::string, std::map<int, Expert>> layers;  // "model.layers.N." -> expert -> tensors
+    const std::vector<StTensor> all = read_safetensors(src / "model.safetensors");
+    for (const auto& t : all) {
+        const size_t at = t.name.find(".experts.");
+        if (at == std::string::npos) {
+            StTensor copy = t;
+            if (const size_t r = copy.name.find(".block_sparse_moe.gate."); r != std::string::npos)
+                copy.name.replace(r, std::strlen(".block_sparse_moe.gate."), ".mlp.gate.");
+            out.push_back(std::move(copy));
+            continue;
+        }
+        const std::string prefix = t.name.substr(0, t.name.find('.', t.name.find("layers.") + 7) + 1);
+        const size_t e_begin = at + std::strlen(".experts."), e_end = t.name.find('.', e_begin);
+        const int e = std::stoi(t.name.substr(e_begin, e_end - e_begin));
+        const std::string proj = t.name.substr(e_end + 1);
+        Expert& x = layers[prefix][e];
+        if (proj == "gate_proj.weight" || proj == "w1.weight") x.gate = &t;
+        else if (proj == "up_proj.weight" || proj == "w3.weight") x.up = &t;
+        else if (proj == "down_proj.weight" || proj == "w2.weight") x.down = &t;
+        else throw std::runtime_error("unexpected expert tensor " + t.name);
+    }
+    if (layers.empty()) throw std::runtime_error(src.string() + ": no per-expert tensors");
+    for (const auto& [prefix, experts] : layers) {
+        const int64_t n = int64_t(experts.size()), ffn = experts.at(0).gate->shape[0], hidden = experts.at(0).gate->shape[1];
+        StTensor gate_up{prefix + "mlp.experts.gate_up_proj", experts.at(0).gate->dtype, {n, 2 * ffn, hidden}, {}};
+        StTensor down{prefix + "mlp.experts.down_proj", experts.at(0).down->dtype, {n, hidden, ffn}, {}};
+        for (int e = 0; e < int(n); ++e) {
+            const Expert& x = experts.at(e);
+            gate_up.bytes += x.gate->bytes + x.up->bytes;
+            down.bytes += x.down->bytes;
+        }
+        out.push_back(std::move(gate_up));
+        out.push_back(std::move(down));
+    }
+    write_safetensors(dst / "model.safetensors", out);
+}
 
 }  // namespace tt::test
