@@ -23,8 +23,10 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
     set(PrefillBuf::probs, "attention probabilities", scores ? uint64_t(s.n_heads) * qc * K * ke : 0);
     set(PrefillBuf::att, "attention output", T * Q * we);
     set(PrefillBuf::proj, "projection before its post-norm", s.sandwich_norm ? T * H * 4 : 0);
-    set(PrefillBuf::gate_up, "gate and up", T * 2 * F * we);
-    set(PrefillBuf::act, "gated activation", T * F * we);
+    // A shared expert runs through the dense MLP's buffers (a layer has one or the other).
+    const uint64_t SF = s.has_moe() ? uint64_t(s.moe.shared_ffn_dim) : 0, MF = std::max(F, SF);
+    set(PrefillBuf::gate_up, "gate and up", T * 2 * MF * we);
+    set(PrefillBuf::act, "gated activation", T * MF * we);
     set(PrefillBuf::ids, "token ids", T * 4);
     set(PrefillBuf::logits, "logits", uint64_t(logit_rows) * uint64_t(s.vocab_size) * 4);
     {  // mixture-of-experts layers only: 0 bytes (named still) for dense models
@@ -39,6 +41,9 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
         set(PrefillBuf::moe_gate_up, "expert gate and up", A * 2 * EF * we);
         set(PrefillBuf::moe_act, "expert activations", A * EF * we);
         set(PrefillBuf::moe_y, "expert outputs", A * H * 4);
+        const uint64_t shared = SF > 0 ? 1 : 0, gated = shared && s.moe.shared_gate ? 1 : 0;
+        set(PrefillBuf::shexp_y, "shared expert output", shared * T * H * 4);
+        set(PrefillBuf::shexp_logit, "shared expert gate logits", gated * T * 4);
     }
     {  // Qwen3.5's gated attention and DeltaNet layers only
         const DeltaNetSpec& d = s.delta_net;
@@ -77,6 +82,10 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
         set(DecodeBuf::moe_ptrs, "chosen experts' addresses", K * sizeof(void*));
         set(DecodeBuf::moe_act, "expert activations", K * uint64_t(s.moe.expert_ffn_dim) * 4);
         set(DecodeBuf::moe_partial, "expert outputs", K * H * 4);
+        const uint64_t SF = K ? uint64_t(s.moe.shared_ffn_dim) : 0, shared = SF > 0 ? 1 : 0;
+        set(DecodeBuf::shexp_act, "shared expert activation", SF * 4);
+        set(DecodeBuf::shexp_out, "shared expert output", shared * H * 4);
+        set(DecodeBuf::shexp_logit, "shared expert gate logit", shared && s.moe.shared_gate ? 4 : 0);
     }
     {  // Qwen3.5 only
         const DeltaNetSpec& d = s.delta_net;

@@ -57,8 +57,8 @@ enum class PrefillBuf : int {
     probs,    // KV dtype [heads, min(T, 512), K]: likewise
     att,      // weights' dtype [T, q]: the attention output
     proj,     // f32 [T, hidden]: a projection before its post-norm (sandwich norms only)
-    gate_up,  // weights' dtype [T, 2 ffn]
-    act,      // weights' dtype [T, ffn]
+    gate_up,  // weights' dtype [T, 2 max(ffn, shared_ffn)]: a dense MLP's, or a shared expert's
+    act,      // weights' dtype [T, max(ffn, shared_ffn)]
     ids,      // int32 [T]
     logits,   // f32 [logit_rows, vocab]
     // Mixture-of-experts layers (0 bytes for dense models); A = T * top_k token-expert assignments,
@@ -72,6 +72,10 @@ enum class PrefillBuf : int {
     moe_gate_up,  // weights' dtype [A, 2 expert_ffn]
     moe_act,      // weights' dtype [A, expert_ffn]
     moe_y,        // f32 [A, hidden]: each assignment's expert output
+    // A shared expert (Qwen2-MoE / Qwen3.5-MoE; 0 bytes without one); its gate and up products
+    // and its activation use gate_up and act, as a dense MLP's:
+    shexp_y,      // f32 [T, hidden]: its output
+    shexp_logit,  // f32 [T]: its gate's logit (shared_gate only)
     // Qwen3.5 (0 bytes for other models):
     q_gate,       // f32 [T, q] x 2: the de-interleaved query and the output gate (attn_output_gate)
     dn_in,        // f32: a DeltaNet layer's projections, back to back: qkv [T, conv_dim], z [T, value_dim], b, a [T, v_heads]
@@ -105,6 +109,10 @@ enum class DecodeBuf : int {
     moe_ptrs,     // pointers [top_k]: where the chosen experts' weights are (picked on the device)
     moe_act,      // f32 [top_k, expert_ffn]
     moe_partial,  // f32 [top_k, hidden]: each chosen expert's output
+    // A shared expert (0 bytes without one):
+    shexp_act,    // f32 [shared_ffn]: its gated activation
+    shexp_out,    // f32 [hidden]: its output
+    shexp_logit,  // f32 [1]: its gate's logit (shared_gate only)
     // Qwen3.5 (0 bytes for other models):
     qg,           // f32 [2 q]: q_proj's output, query and gate side by side (attn_output_gate)
     gate,         // f32 [q]: the output gate

@@ -1,3 +1,4 @@
 # Sourced by tests/gpu/stage.sh (here) and tests/gpu/run.sh (on the GPU machine): the hf-tiny
 # fixtures the GPU check validates on CUDA, in one list.
-GPU_FIXTURES="llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_moe mixtral qwen3_5_text"
+# qwen3_5_moe_text: Qwen3.5-MoE, the one fixture with a (gated) shared expert; no Qwen2-MoE fixture exists.
+GPU_FIXTURES="llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_moe mixtral qwen3_5_text qwen3_5_moe_text"

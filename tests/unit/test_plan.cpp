@@ -95,6 +95,38 @@ TEST(Plan, PrefillBuffersByHand) {
     EXPECT_EQ(entry(prefill_buffers(gemma, 64, 64, DType::bf16, 1), PrefillBuf::proj), 65536u);
 }
 
+// A shared expert (Qwen2-MoE / Qwen3.5-MoE) runs through the dense MLP's gate/up and activation
+// buffers, grown to its width, and keeps its output (and gate logit) apart until the combine.
+TEST(Plan, SharedExpertBuffersByHand) {
+    ModelSpec s = small_input().spec;  // hidden 256, ffn 512
+    for (LayerSpec& l : s.layers) l.ffn = FfnKind::moe;
+    s.moe.n_experts = 8;
+    s.moe.top_k = 2;
+    s.moe.expert_ffn_dim = 64;
+    auto decode_entry = [](const DecodeBuffers& l, DecodeBuf b) { return l[size_t(b)].bytes; };
+    const PrefillBuffers routed = prefill_buffers(s, 64, 64, DType::bf16, 1);
+    EXPECT_EQ(entry(routed, PrefillBuf::shexp_y), 0u);
+    EXPECT_EQ(entry(routed, PrefillBuf::shexp_logit), 0u);
+    EXPECT_EQ(entry(routed, PrefillBuf::gate_up), 64u * 2 * 512 * 2);
+    EXPECT_EQ(decode_entry(decode_buffers(s, 1), DecodeBuf::shexp_out), 0u);
+    s.moe.shared_ffn_dim = 1024;  // wider than ffn_dim: gate_up and act grow to it
+    s.moe.shared_gate = true;
+    const PrefillBuffers p = prefill_buffers(s, 64, 64, DType::bf16, 1);
+    EXPECT_EQ(entry(p, PrefillBuf::gate_up), 64u * 2 * 1024 * 2);
+    EXPECT_EQ(entry(p, PrefillBuf::act), 64u * 1024 * 2);
+    EXPECT_EQ(entry(p, PrefillBuf::shexp_y), 64u * 256 * 4);
+    EXPECT_EQ(entry(p, PrefillBuf::shexp_logit), 64u * 4);
+    EXPECT_EQ(total_bytes(p) - total_bytes(routed), 64u * 2 * 512 * 2 + 64u * 512 * 2 + 64u * 256 * 4 + 64u * 4);
+    const DecodeBuffers d = decode_buffers(s, 1);
+    EXPECT_EQ(decode_entry(d, DecodeBuf::shexp_act), 1024u * 4);
+    EXPECT_EQ(decode_entry(d, DecodeBuf::shexp_out), 256u * 4);
+    EXPECT_EQ(decode_entry(d, DecodeBuf::shexp_logit), 4u);
+    s.moe.shared_gate = false;  // Qwen2-MoE-style without the sigmoid gate: no logits
+    EXPECT_EQ(entry(prefill_buffers(s, 64, 64, DType::bf16, 1), PrefillBuf::shexp_logit), 0u);
+    EXPECT_EQ(decode_entry(decode_buffers(s, 1), DecodeBuf::shexp_logit), 0u);
+    EXPECT_EQ(decode_entry(decode_buffers(s, 1), DecodeBuf::shexp_out), 256u * 4);
+}
+
 TEST(Plan, DecodeBuffersAndKernelFacts) {
     const ModelSpec s = small_input().spec;
     EXPECT_EQ(total_bytes(decode_buffers(s, k_max_decode_splits)), 282552u);

@@ -116,6 +116,21 @@ TEST(Qwen3_5, ConfigOfTheImageTextLayoutGivesTheTextModelsSpec) {
     }
 }
 
+// Qwen3.5-MoE's gated shared expert runs on CUDA (kernels/moe.cu, tests/gpu); sandwich norms or
+// MLP biases in a mixture of experts are still refused, naming which.
+TEST(Qwen3_5, MoeWithASharedExpertIsNotRefusedByTheCudaBackend) {
+    const nlohmann::json c = tt::test::read_json(shared_dir() / "fixtures/hf-tiny/qwen3_5_moe_text/config.json");
+    ModelSpec s = spec_from_hf_config(c, nlohmann::json::object(), "config.json", "g");
+    ASSERT_TRUE(s.has_moe());
+    EXPECT_EQ(s.moe.shared_ffn_dim, 32);
+    EXPECT_TRUE(s.moe.shared_gate);
+    EXPECT_EQ(cuda_unsupported_reason(s), "");
+    s.mlp_bias = true;
+    EXPECT_EQ(cuda_unsupported_reason(s), "the CUDA backend does not run mixture-of-experts layers with MLP biases yet");
+    s.sandwich_norm = true;
+    EXPECT_EQ(cuda_unsupported_reason(s), "the CUDA backend does not run mixture-of-experts layers with sandwich norms yet");
+}
+
 TEST(Qwen3_5, ImageTextCheckpointConvertsToTheSameModel) {
     // The fixture's weights renamed into the published layout, with a vision tensor and an MTP
     // layer beside them (skipped), converts to an archive whose logits are the fixture's.

@@ -104,6 +104,10 @@ struct DevLayer {
     const void* router = nullptr;
     std::vector<const void*> experts;
     DeviceBuffer expert_table;      // resident experts: the bases on the device, for the decode routing kernel
+    // A shared expert (Qwen2-MoE / Qwen3.5-MoE), every token's: a gated MLP in the layer's block
+    // (resident or streamed with it), and its sigmoid gate's [1, hidden] row (null: no gate).
+    const void *shexp_gate = nullptr, *shexp_up = nullptr, *shexp_down = nullptr, *shexp_gate_inp = nullptr;
+    bool shexp_gate_up_adjacent = false;  // shexp_gate, shexp_up back to back: one prefill GEMM for both
     // Gated DeltaNet layers (Qwen3.5): the weights, and the recurrent state that stands in for a
     // KV cache (S [Hv, dk, dv] and the conv's last inputs, f32, resident).
     const void *ssm_in_qkv = nullptr, *ssm_in_z, *ssm_in_b, *ssm_in_a, *ssm_conv, *ssm_dt_bias, *ssm_a_log, *ssm_norm, *ssm_out;
@@ -150,7 +154,8 @@ private:
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
     void prefill(std::span<const int32_t> tokens, bool all_logits);
-    // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the device.
+    // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the
+    // device (and its shared expert, scaled by its sigmoid gate, when the model has one).
     void moe_decode(int il, const DevLayer& L);
     // A Gated DeltaNet mixer: decode (one token, from x_) and prefill (n tokens, from ph_), its
     // out_proj added to the residual stream.
@@ -162,7 +167,8 @@ private:
     StateCheckpoints::States save_states();
     void load_states(const StateCheckpoints::States* states);  // null: the zero state of position 0
     // Prefill: x += the MoE FFN of layer L for n tokens, whose normalized inputs are in ph_ (tokens
-    // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum).
+    // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum;
+    // a shared expert runs on all n tokens as a dense MLP and joins that sum).
     void moe_prefill(int il, const DevLayer& L, int n);
     // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, then
     // ph_ = norm(x) with next_norm (the next matrix product's input).
@@ -387,6 +393,9 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         }
         if (!spec_.is_moe(int(i))) continue;  // (mlp_only_layers: dense layers among the sparse ones)
         D.router = d(L.router);
+        D.shexp_gate = d(L.shexp_gate); D.shexp_up = d(L.shexp_up); D.shexp_down = d(L.shexp_down);
+        D.shexp_gate_inp = d(L.shexp_gate_inp);
+        D.shexp_gate_up_adjacent = L.shexp_gate && follows(D.shexp_gate, L.shexp_gate, D.shexp_up);
         for (const ExpertWeights& e : L.experts) {
             const uint8_t* base = static_cast<const uint8_t*>(d(e.gate));
             const size_t up = size_t(static_cast<const uint8_t*>(d(e.up)) - base);
@@ -591,12 +600,26 @@ void CudaBackend::decode_step() {
 void CudaBackend::moe_decode(int il, const DevLayer& L) {
     const ModelSpec& s = spec_;
     const MoeSpec& m = s.moe;
-    // router_logits = self.gate(norm(x)): the pre-FFN norm fused into the GEMV
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    // router_logits = self.gate(norm(x)): the pre-FFN norm fused into the GEMV; the shared
+    // expert's gate logit, self.shared_expert_gate(norm(x)), is one more row of the same launch.
     GemvArgs r{};
     r.seg[0] = {L.router, nullptr, dbuf(DecodeBuf::moe_logits).as<float>(), m.n_experts};
     r.n_seg = 1; r.cols = s.hidden_dim; r.wdt = wdt_; r.x = x_.as<float>();
     r.norm_w = L.ffn_norm; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
+    if (L.shexp_gate_inp) r.seg[r.n_seg++] = {L.shexp_gate_inp, nullptr, dbuf(DecodeBuf::shexp_logit).as<float>(), 1};
     gemv(r, stream_);
+    // shared_expert_output = self.shared_expert(norm(x)): a dense gated MLP, its output kept apart
+    // until the combine below scales it by its gate (x must stay unchanged until then: every
+    // GEMV of this layer normalizes it again).
+    if (L.shexp_gate) {
+        gemv_gated(L.shexp_gate, L.shexp_up, nullptr, nullptr, wdt_, m.shared_ffn_dim, s.hidden_dim, x_.as<float>(), L.ffn_norm,
+                   s.norm_weight_offset, s.norm_eps, act, dbuf(DecodeBuf::shexp_act).as<float>(), stream_);
+        GemvArgs d{};
+        d.seg[0] = {L.shexp_down, nullptr, dbuf(DecodeBuf::shexp_out).as<float>(), s.hidden_dim};
+        d.n_seg = 1; d.cols = m.shared_ffn_dim; d.wdt = wdt_; d.x = dbuf(DecodeBuf::shexp_act).as<float>();
+        gemv(d, stream_);
+    }
     // softmax, top-k, renormalisation, and the chosen experts' addresses, all on the device
     const void** ptrs = static_cast<const void**>(dbuf(DecodeBuf::moe_ptrs).ptr);
     moe_route(dbuf(DecodeBuf::moe_logits).as<float>(), 1, m.n_experts, m.top_k, m.norm_topk,
@@ -608,12 +631,15 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     g.experts = ptrs; g.up_offset = expert_up_off_; g.down_offset = expert_down_off_;
     g.wdt = wdt_; g.top_k = m.top_k; g.ffn = m.expert_ffn_dim; g.hidden = s.hidden_dim;
     g.x = x_.as<float>(); g.norm_w = L.ffn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
-    g.act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    g.act = act;
     g.act_out = dbuf(DecodeBuf::moe_act).as<float>(); g.partial = dbuf(DecodeBuf::moe_partial).as<float>();
     moe_gemv_gated(g, stream_);
     moe_gemv_down(g, stream_);
-    // final_hidden_states = sum over the chosen experts of routing_weight * expert(x); residual add
-    moe_combine(x_.as<float>(), g.partial, nullptr, dbuf(DecodeBuf::moe_weights).as<float>(), 1, m.top_k, s.hidden_dim, stream_);
+    // final_hidden_states = sum over the chosen experts of routing_weight * expert(x)
+    // (+ sigmoid(gate logit) * shared_expert_output); residual add
+    moe_combine(x_.as<float>(), g.partial, nullptr, dbuf(DecodeBuf::moe_weights).as<float>(), 1, m.top_k, s.hidden_dim,
+                L.shexp_gate ? dbuf(DecodeBuf::shexp_out).as<float>() : nullptr,
+                L.shexp_gate_inp ? dbuf(DecodeBuf::shexp_logit).as<float>() : nullptr, stream_);
 }
 
 void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
@@ -659,11 +685,29 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_tokens).ptr, tokens, A * 4, cudaMemcpyHostToDevice, stream_));
     uint8_t* xg = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_x).ptr);
     gather_rows(ph_.ptr, d_tokens, int(A), H, wdt_, xg, stream_);
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    // The shared expert on every token, as a dense MLP (its products in the dense MLP's buffers,
+    // its output apart until the combine scales it by sigmoid(self.shared_expert_gate(x))).
+    float* shared = L.shexp_gate ? pbuf(PrefillBuf::shexp_y).as<float>() : nullptr;
+    float* shared_logit = L.shexp_gate_inp ? pbuf(PrefillBuf::shexp_logit).as<float>() : nullptr;
+    if (L.shexp_gate) {
+        const int SF = m.shared_ffn_dim;
+        void* sgu = pgu_.ptr;
+        void* sup = static_cast<uint8_t*>(sgu) + size_t(SF) * we;
+        if (L.shexp_gate_up_adjacent) {
+            gemm(L.shexp_gate, 2 * SF, H, ph_.ptr, n, sgu, wdt_, 2 * SF);
+        } else {
+            gemm(L.shexp_gate, SF, H, ph_.ptr, n, sgu, wdt_, 2 * SF);
+            gemm(L.shexp_up, SF, H, ph_.ptr, n, sup, wdt_, 2 * SF);
+        }
+        gated_act(sgu, sup, wdt_, 2 * SF, nullptr, nullptr, wdt_, n, SF, act, pact_.ptr, wdt_, stream_);
+        gemm(L.shexp_down, H, SF, pact_.ptr, n, shared, DType::f32, H);
+        if (shared_logit) gemm(L.shexp_gate_inp, 1, H, ph_.ptr, n, shared_logit, DType::f32, 1);
+    }
     // Per expert with tokens: [gate; up] x, the gated activation, then down.
     uint8_t* gu = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_gate_up).ptr);
     uint8_t* actb = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_act).ptr);
     float* y = pbuf(PrefillBuf::moe_y).as<float>();
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     auto gate_up = [&](const uint8_t* base, int e) {
         const size_t r0 = size_t(first[size_t(e)]);
         const void* xe = xg + r0 * size_t(H) * we;
@@ -699,8 +743,9 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
         for (int e = 0; e < E; ++e)
             if (count[size_t(e)]) down(static_cast<const uint8_t*>(L.experts[size_t(e)]), e);
     }
-    // hidden_states += sum_j routing_weight[t, j] * expert_out[rows[t, j]], in a fixed order
-    moe_combine(px_.as<float>(), y, d_rows, weights, n, K, H, stream_);
+    // hidden_states += sum_j routing_weight[t, j] * expert_out[rows[t, j]] (+ the gated shared
+    // expert's output), in a fixed order
+    moe_combine(px_.as<float>(), y, d_rows, weights, n, K, H, shared, shared_logit, stream_);
 }
 
 RopeArgs CudaBackend::rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const {

@@ -680,20 +680,31 @@ std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, doub
         moe_gemv_down(a, nullptr);
         out.push_back({fmt::format("selection {}: partial", sel), rel_err(dpart.get(ref_part.size()), ref_part), tol});
         TT_CUDA_CHECK(cudaMemcpy(dpart.p, ref_part.data(), ref_part.size() * 4, cudaMemcpyHostToDevice));
-        moe_combine(dres.as<float>(), dpart.as<float>(), nullptr, dw.as<float>(), 1, k, c.hidden, nullptr);
+        moe_combine(dres.as<float>(), dpart.as<float>(), nullptr, dw.as<float>(), 1, k, c.hidden, nullptr, nullptr, nullptr);
         out.push_back({fmt::format("selection {}: residual", sel), rel_err(dres.get(ref_x.size()), ref_x), 1e-5});
     }
     return out;
 }
 
+// A shared expert's term in the combine: none, its output as is, or scaled by sigmoid(gate logit).
+enum class SharedTerm { none, ungated, gated };
+
+const char* shared_term_name(SharedTerm t) {
+    return t == SharedTerm::none ? "" : t == SharedTerm::ungated ? ", shared expert" : ", gated shared expert";
+}
+
 struct CombineShape {
     int n, top_k, hidden;
     bool rows;  // through a row index (the prefill's expert-sorted outputs), else y row t * top_k + j
+    SharedTerm shared;
 };
 
 std::vector<Measured> moe_combine_case(CaseEnv& e, const CombineShape& c) {
     const size_t nk = size_t(c.n) * c.top_k, n_y = c.rows ? nk + 5 : nk;
     auto x = randn(e.rng, size_t(c.n) * c.hidden), y = randn(e.rng, n_y * c.hidden);
+    // The shared expert's output [n, hidden] and its gate's logits [n] (spread over both tails of
+    // the sigmoid).
+    auto shared = randn(e.rng, size_t(c.n) * c.hidden), logit = randn(e.rng, size_t(c.n), 3.0f);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     std::uniform_int_distribution<int32_t> any_row(0, int32_t(n_y) - 1);
     Floats w(nk);
@@ -703,19 +714,101 @@ std::vector<Measured> moe_combine_case(CaseEnv& e, const CombineShape& c) {
         rows[i] = c.rows ? any_row(e.rng) : int32_t(i);
     }
     Floats ref = x;
-    for (int t = 0; t < c.n; ++t)
+    for (int t = 0; t < c.n; ++t) {
+        const float g = c.shared == SharedTerm::gated ? cpu::sigmoid(logit[size_t(t)]) : 1.0f;
         for (int h = 0; h < c.hidden; ++h) {
             float acc = 0;
             for (int j = 0; j < c.top_k; ++j) {
                 const size_t i = size_t(t) * c.top_k + size_t(j);
                 acc += w[i] * y[size_t(rows[i]) * c.hidden + size_t(h)];
             }
+            if (c.shared != SharedTerm::none) acc += g * shared[size_t(t) * c.hidden + size_t(h)];
             ref[size_t(t) * c.hidden + size_t(h)] += acc;
         }
-    Dev dx(x), dy(y), dw(w), drows(rows);
+    }
+    Dev dx(x), dy(y), dw(w), drows(rows), dshared(shared), dlogit(logit);
     moe_combine(dx.as<float>(), dy.as<float>(), c.rows ? drows.as<int32_t>() : nullptr, dw.as<float>(), c.n, c.top_k,
-                c.hidden, nullptr);
+                c.hidden, c.shared != SharedTerm::none ? dshared.as<float>() : nullptr,
+                c.shared == SharedTerm::gated ? dlogit.as<float>() : nullptr, nullptr);
     return {{"residual", rel_err(dx.get(ref.size()), ref), 1e-6}};
+}
+
+struct SharedExpertShape {
+    int hidden, shared_ffn, n_experts, top_k;
+    bool gated;  // a shared_expert_gate row (Qwen2-MoE, Qwen3.5-MoE)
+    GateAct act;
+};
+
+// A shared expert's decode chain as the backend runs it: its gate row as one more row of the
+// router's GEMV (a segment of one row beside the router's n_experts, the pre-FFN norm fused),
+// the gated GEMV of its gate and up, the down GEMV, then the combine with routed outputs (random
+// here: moe_ffn checks how they are made). Each stage against the CPU ops, fed the reference of
+// the stage before, so an error points at one kernel.
+std::vector<Measured> moe_shared_expert_case(CaseEnv& e, DType dt, const SharedExpertShape& c, double tol) {
+    const int H = c.hidden, SF = c.shared_ffn, E = c.n_experts, k = c.top_k;
+    auto x = randn(e.rng, size_t(H)), nw = randn(e.rng, size_t(H), 0.3f);
+    auto router = randn(e.rng, size_t(E) * H, 0.05f), gate_row = randn(e.rng, size_t(H), 0.2f);
+    auto wg = randn(e.rng, size_t(SF) * H, 0.05f), wu = randn(e.rng, size_t(SF) * H, 0.05f);
+    auto wd = randn(e.rng, size_t(H) * SF, 0.05f);
+    auto nwb = store(nw, dt), rb = store(router, dt), grb = store(gate_row, dt);
+    auto wgb = store(wg, dt), wub = store(wu, dt), wdb = store(wd, dt);
+    Floats xn(static_cast<size_t>(H));
+    cpu::rmsnorm_f32(x.data(), nw.data(), 0.0f, 1e-6f, xn.data(), H);
+    // router_logits = self.gate(xn); the gate logit = self.shared_expert_gate(xn)
+    Floats ref_logits(static_cast<size_t>(E)), ref_gate(1);
+    cpu::linear(e.pool, xn.data(), 1, view(rb, dt, {E, H}), nullptr, ref_logits.data());
+    cpu::linear(e.pool, xn.data(), 1, view(grb, dt, {1, H}), nullptr, ref_gate.data());
+    // shared_expert(xn) = down(act(gate(xn)) * up(xn))
+    Floats g(static_cast<size_t>(SF)), u(static_cast<size_t>(SF)), ref_act(static_cast<size_t>(SF)), ref_out(static_cast<size_t>(H));
+    cpu::linear(e.pool, xn.data(), 1, view(wgb, dt, {SF, H}), nullptr, g.data());
+    cpu::linear(e.pool, xn.data(), 1, view(wub, dt, {SF, H}), nullptr, u.data());
+    for (int i = 0; i < SF; ++i) ref_act[size_t(i)] = act_ref(c.act, g[size_t(i)]) * u[size_t(i)];
+    cpu::linear(e.pool, ref_act.data(), 1, view(wdb, dt, {H, SF}), nullptr, ref_out.data());
+    // x + sum_j w_j partial_j + sigmoid(gate logit) * shared_expert(xn)
+    auto partial = randn(e.rng, size_t(k) * H);
+    Floats w(static_cast<size_t>(k));
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (float& v : w) v = unit(e.rng);
+    const float gate = c.gated ? cpu::sigmoid(ref_gate[0]) : 1.0f;
+    Floats ref_x = x;
+    for (int h = 0; h < H; ++h) {
+        float acc = 0;
+        for (int j = 0; j < k; ++j) acc += w[size_t(j)] * partial[size_t(j) * H + size_t(h)];
+        ref_x[size_t(h)] += acc + gate * ref_out[size_t(h)];
+    }
+
+    Dev dx(x), dnw(nwb), drouter(rb), dgate_row(grb), dwg(wgb), dwu(wub), dwd(wdb);
+    Dev dlogits(size_t(E) * 4), dgate(4), dact(size_t(SF) * 4), dout(size_t(H) * 4), dpart(partial), dw(w);
+    GemvArgs r{};
+    r.seg[0] = {drouter.p, nullptr, dlogits.as<float>(), E};
+    r.n_seg = 1;
+    if (c.gated) r.seg[r.n_seg++] = {dgate_row.p, nullptr, dgate.as<float>(), 1};
+    r.cols = H; r.wdt = dt; r.x = dx.as<float>();
+    r.norm_w = dnw.p; r.norm_offset = 0.0f; r.norm_eps = 1e-6f;
+    gemv(r, nullptr);
+    gemv_gated(dwg.p, dwu.p, nullptr, nullptr, dt, SF, H, dx.as<float>(), dnw.p, 0.0f, 1e-6f, c.act, dact.as<float>(), nullptr);
+    std::vector<Measured> out;
+    // note: the gate logit is measured beside the router's (one vector): alone, a logit near 0
+    // would turn rounding into a large relative error.
+    Floats got_logits = dlogits.get(ref_logits.size()), ref_rg = ref_logits;
+    if (c.gated) {
+        got_logits.push_back(dgate.get(1)[0]);
+        ref_rg.push_back(ref_gate[0]);
+    }
+    out.push_back({c.gated ? "router and gate logits" : "router logits", rel_err(got_logits, ref_rg), tol});
+    out.push_back({"shared act", rel_err(dact.get(ref_act.size()), ref_act), tol});
+    TT_CUDA_CHECK(cudaMemcpy(dact.p, ref_act.data(), ref_act.size() * 4, cudaMemcpyHostToDevice));
+    GemvArgs d{};
+    d.seg[0] = {dwd.p, nullptr, dout.as<float>(), H};
+    d.n_seg = 1; d.cols = SF; d.wdt = dt; d.x = dact.as<float>();
+    gemv(d, nullptr);
+    out.push_back({"shared output", rel_err(dout.get(ref_out.size()), ref_out), tol});
+    TT_CUDA_CHECK(cudaMemcpy(dout.p, ref_out.data(), ref_out.size() * 4, cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpy(dgate.p, ref_gate.data(), 4, cudaMemcpyHostToDevice));
+    moe_combine(dx.as<float>(), dpart.as<float>(), nullptr, dw.as<float>(), 1, k, H, dout.as<float>(),
+                c.gated ? dgate.as<float>() : nullptr, nullptr);
+    out.push_back({"residual", rel_err(dx.get(ref_x.size()), ref_x), 1e-5});
+    return out;
 }
 
 // A copy: exact. Row lengths of 16-byte multiples take the vector path, others the narrower units.
@@ -1004,12 +1097,35 @@ std::vector<KernelCase> build_table() {
     add_moe(bf16, {2048, 768, 128, 8, true, GateAct::silu}, false, 1e-4);  // Qwen3-30B-A3B
 
     auto add_combine = [&](const CombineShape& c, bool quick) {
-        add("moe_combine", f32, fmt::format("n {} top {} hidden {}{}", c.n, c.top_k, c.hidden, c.rows ? ", row index" : ""),
+        add("moe_combine", f32,
+            fmt::format("n {} top {} hidden {}{}{}", c.n, c.top_k, c.hidden, c.rows ? ", row index" : "", shared_term_name(c.shared)),
             quick, [=](CaseEnv& e) { return moe_combine_case(e, c); });
     };
-    add_combine({3, 2, 64, true}, true);
-    for (const CombineShape& c : {CombineShape{1, 8, 2048, false}, {7, 2, 100, true}, {5, 4, 33, false}, {300, 8, 300, true}})
+    add_combine({3, 2, 64, true, SharedTerm::none}, true);
+    add_combine({3, 2, 64, true, SharedTerm::gated}, true);
+    for (const CombineShape& c :
+         {CombineShape{1, 8, 2048, false, SharedTerm::none}, {7, 2, 100, true, SharedTerm::none}, {5, 4, 33, false, SharedTerm::none},
+          {300, 8, 300, true, SharedTerm::none}, {1, 8, 2048, false, SharedTerm::gated}, {1, 4, 3584, false, SharedTerm::ungated},
+          {7, 2, 100, true, SharedTerm::ungated}, {300, 8, 300, true, SharedTerm::gated}})
         add_combine(c, false);
+
+    auto add_shared = [&](DType dt, const SharedExpertShape& c, bool quick, double tol) {
+        add("moe_shared_expert", dt,
+            fmt::format("hidden {} shared ffn {}, router of {} experts, top {}{}, {}: router + gate GEMV, gated, down, combine",
+                        c.hidden, c.shared_ffn, c.n_experts, c.top_k, c.gated ? ", sigmoid gate" : ", no gate", act_name(c.act)),
+            quick, [=](CaseEnv& e) { return moe_shared_expert_case(e, dt, c, tol); });
+    };
+    // The Qwen3.5-MoE fixture's shape (hidden 64, shared ffn 32, top 2 of 8).
+    for (DType dt : {f32, bf16}) add_shared(dt, {64, 32, 8, 2, true, GateAct::silu}, true, 1e-4);
+    const SharedExpertShape shared_sweep[] = {
+        {64, 32, 8, 2, false, GateAct::silu},          // no gate: the router's GEMV alone
+        {66, 34, 6, 3, true, GateAct::silu},           // rows of odd lengths: the scalar path
+        {200, 72, 16, 4, true, GateAct::gelu_tanh},    // a partial vector tail
+        {2048, 512, 256, 8, true, GateAct::silu},      // Qwen3.5-35B-A3B
+        {2048, 5632, 60, 4, true, GateAct::silu},      // Qwen1.5-MoE-A2.7B (Qwen2-MoE)
+    };
+    for (DType dt : {f32, f16, bf16})
+        for (const SharedExpertShape& c : shared_sweep) add_shared(dt, c, false, 1e-4);
 
     for (DType dt : {f32, f16, bf16})
         for (int cols : {72, 37})

@@ -158,11 +158,14 @@ struct MoeGemvArgs {
 void moe_gemv_gated(const MoeGemvArgs& a, cudaStream_t s);
 // partial[j, :] = D_j act_out[j, :] for j < top_k.
 void moe_gemv_down(const MoeGemvArgs& a, cudaStream_t s);
-// x[t, :] += sum_j weights[t*top_k + j] * y[row(t, j), :] for t < n, j in order 0..top_k-1 (a
-// fixed order: deterministic, no atomics); row(t, j) = rows[t*top_k + j], or t*top_k + j when
-// rows is null. y is f32 [*, hidden].
+// x[t, :] += sum_j weights[t*top_k + j] * y[row(t, j), :] + g_t * shared[t, :] for t < n, j in
+// order 0..top_k-1 and the shared expert's term last (a fixed order: deterministic, no atomics);
+// row(t, j) = rows[t*top_k + j], or t*top_k + j when rows is null. y is f32 [*, hidden].
+// Qwen2-MoE / Qwen3.5-MoE's shared expert: `shared` f32 [n, hidden] is its output (null: no
+// shared expert, the term is left out), g_t = sigmoid(shared_logit[t]) with shared_logit f32 [n]
+// the shared_expert_gate's logits, or g_t = 1 when shared_logit is null (no gate).
 void moe_combine(float* x, const float* y, const int32_t* rows, const float* weights, int n, int top_k, int hidden,
-                 cudaStream_t s);
+                 const float* shared, const float* shared_logit, cudaStream_t s);
 // Prefill: dst[i, :] = src[idx[i], :] for i < m, rows of `cols` elements of dtype dt.
 void gather_rows(const void* src, const int32_t* idx, int m, int cols, DType dt, void* dst, cudaStream_t s);
 

@@ -1,5 +1,6 @@
 // Mixture-of-experts FFN kernels: the router (softmax + top-k per token), the decode GEMVs over
-// the selected experts, the weighted combine into the residual stream, and the row gather of the
+// the selected experts, the weighted combine into the residual stream (with a shared expert's
+// gated output, whose products are the dense GEMV/GEMM kernels'), and the row gather of the
 // prefill. The expert GEMVs are the persistent GEMV of gemv.cuh over a "virtual" matrix that
 // stacks the top_k selected experts: its rows are read through base pointers the router wrote to
 // device memory, so one CUDA graph serves every selection (the pointers change, the launch does
@@ -165,9 +166,11 @@ void down_launch(const MoeGemvArgs& a, bool vec, cudaStream_t s) {
 
 // ---- combine and gather ----
 
-// One thread per (token, element): the top_k terms in pick order, then one add into x.
+// One thread per (token, element): the top_k terms in pick order, the shared expert's term, then
+// one add into x (transformers adds the shared expert's output to the routed sum, then the
+// decoder layer adds the whole to the residual).
 __global__ void moe_combine_kernel(float* x, const float* y, const int32_t* rows, const float* weights, int top_k,
-                                   int hidden) {
+                                   int hidden, const float* shared, const float* shared_logit) {
     pdl_wait();
     pdl_launch_dependents();
     const int t = blockIdx.x, h = blockIdx.y * blockDim.x + threadIdx.x;
@@ -177,6 +180,11 @@ __global__ void moe_combine_kernel(float* x, const float* y, const int32_t* rows
         const int k = t * top_k + j;
         const int row = rows ? rows[k] : k;
         acc += weights[k] * y[size_t(row) * hidden + h];
+    }
+    if (shared) {
+        // shared_expert_output = F.sigmoid(self.shared_expert_gate(hidden_states)) * shared_expert_output
+        const float g = shared_logit ? 1.0f / (1.0f + expf(-shared_logit[t])) : 1.0f;
+        acc += g * shared[size_t(t) * hidden + h];
     }
     x[size_t(t) * hidden + h] += acc;
 }
@@ -238,11 +246,11 @@ void moe_gemv_down(const MoeGemvArgs& a, cudaStream_t s) {
 }
 
 void moe_combine(float* x, const float* y, const int32_t* rows, const float* weights, int n, int top_k, int hidden,
-                 cudaStream_t s) {
+                 const float* shared, const float* shared_logit, cudaStream_t s) {
     if (n <= 0) return;
     const int threads = 256;
     launch(moe_combine_kernel, dim3(unsigned(n), unsigned((hidden + threads - 1) / threads)), threads, 0, s, x, y, rows,
-           weights, top_k, hidden);
+           weights, top_k, hidden, shared, shared_logit);
     TT_CUDA_LAUNCH_CHECK();
 }
 
