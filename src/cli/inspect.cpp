@@ -83,8 +83,8 @@ int run(const Opts& o) {
     fmt::print("parameters   {:.2f} M ({} of tensor data)\n", double(params) / 1e6, tt::format_bytes(double(total)));
     fmt::print("dims         layers {}  hidden {}  heads {}/{} (q/kv)  head_dim {}  ffn {}  vocab {}  context {}\n",
                s.n_layers, s.hidden_dim, s.n_heads, s.n_kv_heads, s.head_dim, s.ffn_dim, s.vocab_size, s.max_context);
-    fmt::print("norm         rms eps {:g}{}{}{}\n", s.norm_eps, s.norm_weight_offset != 0 ? "  (1+w) weights" : "",
-               s.qk_norm ? "  q/k norm" : "", s.sandwich_norm ? "  sandwich norms" : "");
+    fmt::print("norm         rms eps {:g}{}{}{}{}\n", s.norm_eps, s.norm_weight_offset != 0 ? "  (1+w) weights" : "",
+               s.qk_norm ? "  q/k norm" : "", s.v_norm ? "  v norm (no weight)" : "", s.sandwich_norm ? "  sandwich norms" : "");
     fmt::print("attention    scale {:g}{}{}{}{}\n", s.attn_scale, s.qkv_bias ? "  qkv bias" : "", s.o_bias ? "  o bias" : "",
                s.sliding_window ? fmt::format("  sliding window {}", s.sliding_window) : "",
                s.attn_output_gate ? "  sigmoid output gate" : "");
@@ -96,6 +96,7 @@ int run(const Opts& o) {
     auto rope_str = [](const tt::RopeSpec& r) {
         std::string out = fmt::format("theta {:g}  rotary_dim {}  scaling {}", r.theta, r.rotary_dim, tt::rope_scaling_name(r.scaling));
         if (r.scaling != tt::RopeScaling::none) out += fmt::format(" (factor {:g})", r.factor);
+        if (r.scaling == tt::RopeScaling::proportional) out += fmt::format("  {} of {} pairs rotated", r.rotated_pairs, r.rotary_dim / 2);
         return out;
     };
     fmt::print("rope         {}\n", rope_str(s.rope));
@@ -107,6 +108,16 @@ int run(const Opts& o) {
     }
     fmt::print("layers       {} (F full, S sliding attention{}{})\n", kinds, s.has_delta_net() ? ", L linear attention" : "",
                s.has_moe() ? "; e experts, d dense MLP" : "");
+    // Gemma 4: the layers whose sizes differ from the model's, and the KV-shared ones.
+    for (int il = 0; il < s.n_layers; ++il) {
+        const tt::LayerSpec& l = s.layers[size_t(il)];
+        if (!(l.head_dim || l.n_heads || l.n_kv_heads || l.ffn_dim || l.kv_from >= 0 || l.k_eq_v)) continue;
+        std::string what = fmt::format("heads {}/{}  head_dim {}  ffn {}", s.layer_n_heads(il), s.layer_n_kv_heads(il),
+                                       s.layer_head_dim(il), s.layer_ffn_dim(il));
+        if (l.kv_from >= 0) what += fmt::format("  keys/values of layer {} (no KV cache)", l.kv_from);
+        if (l.k_eq_v) what += "  values = keys";
+        fmt::print("layer {:<6} {}\n", il, what);
+    }
     fmt::print("mlp          gated {}{}\n", tt::activation_name(s.activation), s.mlp_bias ? " with biases" : "");
     if (s.has_moe()) {
         const nlohmann::json e = experts_json(a, s);
@@ -119,6 +130,12 @@ int run(const Opts& o) {
     }
     fmt::print("embeddings   {}{}\n", s.tied_embeddings ? "tied to the output head" : "separate output head",
                s.embed_scale != 1.0f ? fmt::format("  scaled by {:g}", s.embed_scale) : "");
+    if (s.per_layer_dim > 0)
+        fmt::print("per-layer    inputs of {} a layer (table vocab {}){}\n", s.per_layer_dim, s.per_layer_vocab,
+                   s.layer_scalar ? "  layer scalars" : "");
+    else if (s.layer_scalar)
+        fmt::print("per-layer    layer scalars\n");
+    if (s.final_softcap > 0) fmt::print("logits       soft-capped at {:g}\n", s.final_softcap);
     // note: the archive fixes no profile; run/bench/validate pick one with --profile.
     fmt::print("profile      {} (default; --profile safe for f32 activations everywhere)\n", tt::profile_name(tt::Profile::balanced));
     fmt::print("tokens       bos {}  eos [{}]\n", s.bos_token_id, fmt::join(s.eos_token_ids, ", "));

@@ -27,6 +27,8 @@ constexpr ArchEntry k_archs[] = {
     // text_config, weights under model.language_model.*; tensor_names.cpp) whose text part runs.
     {"Qwen3_5ForCausalLM", Arch::qwen3_5, false}, {"Qwen3_5ForConditionalGeneration", Arch::qwen3_5, false},
     {"Qwen3_5MoeForCausalLM", Arch::qwen3_5_moe, false}, {"Qwen3_5MoeForConditionalGeneration", Arch::qwen3_5_moe, false},
+    // Gemma 4: the text model, and the text part of the image/audio-text layout.
+    {"Gemma4ForCausalLM", Arch::gemma4, true}, {"Gemma4ForConditionalGeneration", Arch::gemma4, true},
 };
 
 bool is_qwen3_5(Arch a) { return a == Arch::qwen3_5 || a == Arch::qwen3_5_moe; }
@@ -111,8 +113,15 @@ RopeSpec parse_rope(const ConfigFields& p, int head_dim, double partial_rotary_f
             r.attention_factor = (m != 0 && m_all != 0) ? yarn_mscale(mscale_factor, m) / yarn_mscale(mscale_factor, m_all)
                                                         : yarn_mscale(mscale_factor, 1.0);
         }
+    } else if (type == "proportional") {
+        // _compute_proportional_rope_parameters: the whole head pairs the rotate_half way; the first
+        // int(partial_rotary_factor * head_dim // 2) pairs turn, over exponents 2i / head_dim.
+        r.scaling = RopeScaling::proportional;
+        r.factor = p.opt_num("factor", 1.0);
+        r.rotary_dim = head_dim;
+        r.rotated_pairs = int(std::floor(prf * head_dim / 2));
     } else {
-        fail("{}: rope type '{}' is not supported (supported: default, linear, llama3, yarn)", p.file(), type);
+        fail("{}: rope type '{}' is not supported (supported: default, linear, llama3, yarn, proportional)", p.file(), type);
     }
     return r;
 }
@@ -125,6 +134,122 @@ nlohmann::json rope_params_v4(const ConfigFields& c, const char* theta_key) {
     if (const auto s = c.opt_object("rope_scaling")) p = *c.find("rope_scaling");
     if (c.has(theta_key)) p["rope_theta"] = c.opt_num(theta_key, 0.0);
     return p;
+}
+
+// Gemma 4's text model (transformers' Gemma4TextConfig / Gemma4TextModel), on top of what
+// spec_from_text_config read: per-layer head sizes (per_layer_config, or the older global_head_dim
+// and num_global_key_value_heads of full-attention layers), KV sharing in the last
+// num_kv_shared_layers layers, attention_k_eq_v, the double-wide MLP of KV-shared layers, the
+// per-layer inputs, plain-w norms, attention scaling 1 and a RoPE per layer type.
+void parse_gemma4(const ConfigFields& c, ModelSpec& s, const std::string& ctx) {
+    if (c.opt_bool("enable_moe_block", false))
+        fail("{}: {} with enable_moe_block=true (a dense MLP beside a mixture of experts in each layer) is not supported yet",
+             ctx, s.hf_architecture);
+    // "vision" makes image tokens attend both ways, which text-only input never has; "all" would
+    // make every layer bidirectional.
+    if (const nlohmann::json* b = c.find("use_bidirectional_attention")) {
+        const bool causal = (b->is_boolean() && !b->get<bool>()) || (b->is_string() && b->get<std::string>() == "vision");
+        if (!causal) fail("{}: 'use_bidirectional_attention' {} is not supported (ThinTensor attends causally)", ctx, b->dump());
+    }
+    s.qk_norm = true;
+    s.v_norm = true;  // Gemma4TextAttention.v_norm: with_scale=False
+    s.sandwich_norm = true;
+    s.norm_weight_offset = 0.0f;  // Gemma4RMSNorm multiplies by w, not (1 + w)
+    s.attn_scale = 1.0f;          // self.scaling = 1.0: q_norm / k_norm take the place of 1/sqrt(d)
+    s.embed_scale = float(std::sqrt(double(s.hidden_dim)));
+    s.final_softcap = float(c.opt_num("final_logit_softcapping", 0.0));
+    s.layer_scalar = true;
+    s.per_layer_dim = int(c.opt_int("hidden_size_per_layer_input", 0, 0, spec_limits::width));
+    if (s.per_layer_dim > 0)
+        s.per_layer_vocab = int(c.opt_int("vocab_size_per_layer_input", s.vocab_size, 1, spec_limits::vocab));
+
+    // Per-layer sizes. transformers >= 5.15 writes per_layer_config {"<layer>": {"head_dim": ...}};
+    // earlier configs name the full-attention layers' sizes global_head_dim and (for k_eq_v
+    // layers) num_global_key_value_heads.
+    const bool k_eq_v = c.opt_bool("attention_k_eq_v", false);
+    const int global_head_dim = int(c.opt_int("global_head_dim", 0, 0, spec_limits::head_dim));
+    const int global_kv_heads = int(c.opt_int("num_global_key_value_heads", 0, 0, spec_limits::heads));
+    for (int il = 0; il < s.n_layers; ++il) {
+        LayerSpec& l = s.layers[size_t(il)];
+        if (l.attn == AttnKind::sliding) continue;
+        if (global_head_dim > 0) l.head_dim = global_head_dim;
+        if (k_eq_v) {
+            l.k_eq_v = true;
+            if (global_kv_heads > 0) l.n_kv_heads = global_kv_heads;
+        }
+    }
+    bool per_layer_ffn = false;
+    if (c.opt_object("per_layer_config")) {
+        for (const auto& [key, value] : c.find("per_layer_config")->items()) {
+            int il = -1;
+            if (key.empty() || key.size() > 6 || key.find_first_not_of("0123456789") != std::string::npos ||
+                (il = std::stoi(key)) >= s.n_layers)
+                fail("{}: 'per_layer_config' key '{}' is not a layer index below num_hidden_layers {}", ctx, key, s.n_layers);
+            if (!value.is_object()) fail("{}: 'per_layer_config.{}' must be an object", ctx, key);
+            const ConfigFields f(value, ctx, "per_layer_config." + key + ".");
+            for (const auto& [field, v] : value.items())
+                if (field != "head_dim" && field != "num_attention_heads" && field != "num_key_value_heads" &&
+                    field != "intermediate_size")
+                    fail("{}: 'per_layer_config.{}.{}' is not supported (ThinTensor reads head_dim, num_attention_heads, "
+                         "num_key_value_heads and intermediate_size per layer)", ctx, key, field);
+            LayerSpec& l = s.layers[size_t(il)];
+            l.head_dim = int(f.opt_int("head_dim", l.head_dim, 1, spec_limits::head_dim));
+            l.n_heads = int(f.opt_int("num_attention_heads", l.n_heads, 1, spec_limits::heads));
+            l.n_kv_heads = int(f.opt_int("num_key_value_heads", l.n_kv_heads, 1, spec_limits::heads));
+            l.ffn_dim = int(f.opt_int("intermediate_size", l.ffn_dim, 1, spec_limits::width));
+            per_layer_ffn |= f.has("intermediate_size");
+        }
+    }
+    // Gemma4TextAttention: layers from num_hidden_layers - num_kv_shared_layers on reuse the keys
+    // and values of the last earlier layer of their type (store_full_length_kv).
+    const int n_shared = int(c.opt_int("num_kv_shared_layers", 0, 0, s.n_layers));
+    const int first_shared = s.n_layers - n_shared;
+    for (int il = first_shared; il < s.n_layers; ++il) {
+        LayerSpec& l = s.layers[size_t(il)];
+        for (int src = first_shared - 1; src >= 0 && l.kv_from < 0; --src)
+            if (s.layers[size_t(src)].attn == l.attn) l.kv_from = src;
+        if (l.kv_from < 0)
+            fail("{}: layer {} shares keys and values (num_kv_shared_layers {}), but no earlier layer has its type '{}'", ctx,
+                 il, n_shared, l.attn == AttnKind::sliding ? "sliding_attention" : "full_attention");
+        l.k_eq_v = false;  // it has no k/v projection of its own
+    }
+    // Gemma4TextMLP: KV-shared layers are twice as wide with use_double_wide_mlp (when some layer
+    // keeps its own KV: `first_kv_shared_layer_idx > 0`).
+    if (c.opt_bool("use_double_wide_mlp", false) && first_shared > 0 && n_shared > 0) {
+        if (per_layer_ffn)
+            fail("{}: use_double_wide_mlp together with a per-layer intermediate_size in 'per_layer_config' is ambiguous; "
+                 "ThinTensor refuses to guess which width the checkpoint has", ctx);
+        for (int il = first_shared; il < s.n_layers; ++il) s.layers[size_t(il)].ffn_dim = 2 * s.ffn_dim;
+    }
+
+    // RoPE per layer type: one parameter set for each, at the head_dim of that type's layers.
+    auto type_head_dim = [&](AttnKind kind) {
+        int hd = 0;
+        for (int il = 0; il < s.n_layers; ++il) {
+            if (s.layers[size_t(il)].attn != kind) continue;
+            if (hd != 0 && hd != s.layer_head_dim(il))
+                fail("{}: the {} layers have different head_dim ({} and {}); one RoPE per layer type needs one", ctx,
+                     kind == AttnKind::sliding ? "sliding" : "full-attention", hd, s.layer_head_dim(il));
+            hd = s.layer_head_dim(il);
+        }
+        return hd > 0 ? hd : s.head_dim;
+    };
+    const auto rp = c.opt_object("rope_parameters");
+    if (!rp) fail("{}: {} needs 'rope_parameters' (one set per layer type)", ctx, s.hf_architecture);
+    auto rope_of = [&](const char* type, AttnKind kind) {
+        const auto p = rp->opt_object(type);
+        if (!p) fail("{}: 'rope_parameters' has no '{}' entry", ctx, type);
+        const int hd = type_head_dim(kind);
+        RopeSpec r = parse_rope(*p, hd, 1.0, s.max_context);
+        // note: Gemma 4's default RoPE rotates the whole head whatever partial_rotary_factor says
+        // (its compute_default_rope_parameters reads head_dim alone).
+        if (r.scaling == RopeScaling::none) r.rotary_dim = hd;
+        return r;
+    };
+    bool any_sliding = false, any_full = false;
+    for (const auto& l : s.layers) (l.attn == AttnKind::sliding ? any_sliding : any_full) = true;
+    s.rope = rope_of(any_full ? "full_attention" : "sliding_attention", any_full ? AttnKind::full : AttnKind::sliding);
+    s.rope_local = any_sliding ? rope_of("sliding_attention", AttnKind::sliding) : s.rope;
 }
 
 // The sampling defaults `run` takes from generation_config.json (cli/model_args.cpp): checked
@@ -199,7 +324,8 @@ ModelSpec spec_from_text_config(const ConfigFields& c, const ConfigFields& top, 
     default: s.qkv_bias = s.o_bias = attention_bias; break;
     }
     s.mlp_bias = c.opt_bool("mlp_bias", false);
-    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe || s.arch == Arch::gemma3 || is_qwen3_5(s.arch);
+    s.qk_norm = s.arch == Arch::qwen3 || s.arch == Arch::qwen3_moe || s.arch == Arch::gemma3 || is_qwen3_5(s.arch) ||
+                s.arch == Arch::gemma4;
 
     // Activation of the gated MLP.
     const std::string act = c.has("hidden_activation") ? c.opt_str("hidden_activation", "") : c.opt_str("hidden_act", "silu");
@@ -266,10 +392,11 @@ ModelSpec spec_from_text_config(const ConfigFields& c, const ConfigFields& top, 
             s.rope = parse_rope(main_rope, s.head_dim, prf, s.max_context);
             s.rope_local = parse_rope(ConfigFields(local, ctx, "rope_local_base_freq."), s.head_dim, prf, s.max_context);
         }
-    } else {
+    } else if (s.arch != Arch::gemma4) {
         s.rope = parse_rope(main_rope, s.head_dim, prf, s.max_context);
         s.rope_local = s.rope;
     }
+    if (s.arch == Arch::gemma4) parse_gemma4(c, s, ctx);
 
     if (s.arch == Arch::gemma3) {
         s.norm_weight_offset = 1.0f;

@@ -16,12 +16,14 @@ struct EnumName {
 constexpr EnumName<Arch> k_arch_names[] = {{Arch::llama, "llama"}, {Arch::mistral, "mistral"}, {Arch::qwen2, "qwen2"},
                                            {Arch::qwen3, "qwen3"}, {Arch::phi3, "phi3"},       {Arch::gemma3, "gemma3"},
                                            {Arch::qwen3_moe, "qwen3_moe"}, {Arch::mixtral, "mixtral"},
-                                           {Arch::qwen3_5, "qwen3_5"}, {Arch::qwen3_5_moe, "qwen3_5_moe"}};
+                                           {Arch::qwen3_5, "qwen3_5"}, {Arch::qwen3_5_moe, "qwen3_5_moe"},
+                                           {Arch::gemma4, "gemma4"}};
 constexpr EnumName<Activation> k_act_names[] = {{Activation::silu, "silu"}, {Activation::gelu_tanh, "gelu_tanh"}};
 constexpr EnumName<RopeScaling> k_rope_names[] = {{RopeScaling::none, "none"},
                                                   {RopeScaling::linear, "linear"},
                                                   {RopeScaling::llama3, "llama3"},
-                                                  {RopeScaling::yarn, "yarn"}};
+                                                  {RopeScaling::yarn, "yarn"},
+                                                  {RopeScaling::proportional, "proportional"}};
 constexpr EnumName<AttnKind> k_attn_names[] = {{AttnKind::full, "full"}, {AttnKind::sliding, "sliding"}};
 constexpr EnumName<MixerKind> k_mixer_names[] = {{MixerKind::attention, "attention"}, {MixerKind::delta_net, "delta_net"}};
 constexpr EnumName<FfnKind> k_ffn_names[] = {{FfnKind::dense, "dense"}, {FfnKind::moe, "moe"}};
@@ -50,10 +52,11 @@ nlohmann::json rope_to_json(const RopeSpec& r) {
             {"beta_fast", r.beta_fast},
             {"beta_slow", r.beta_slow},
             {"attention_factor", r.attention_factor},
-            {"truncate", r.truncate}};
+            {"truncate", r.truncate},
+            {"rotated_pairs", r.rotated_pairs}};
 }
 
-RopeSpec rope_from_json(const ConfigFields& j) {
+RopeSpec rope_from_json(const ConfigFields& j, int64_t version) {
     RopeSpec r;
     r.theta = j.req_num("theta");
     r.rotary_dim = int(j.req_int("rotary_dim", 0, spec_limits::head_dim));
@@ -66,6 +69,7 @@ RopeSpec rope_from_json(const ConfigFields& j) {
     r.beta_slow = j.req_num("beta_slow");
     r.attention_factor = j.req_num("attention_factor");
     r.truncate = j.req_bool("truncate");
+    if (version >= 4) r.rotated_pairs = int(j.req_int("rotated_pairs", 0, spec_limits::head_dim));
     return r;
 }
 }  // namespace
@@ -82,6 +86,11 @@ bool ModelSpec::has_delta_net() const {
         if (l.mixer == MixerKind::delta_net) return true;
     return false;
 }
+bool ModelSpec::has_layer_overrides() const {
+    for (const auto& l : layers)
+        if (l.head_dim || l.n_heads || l.n_kv_heads || l.ffn_dim || l.kv_from >= 0 || l.k_eq_v) return true;
+    return false;
+}
 int ModelSpec::n_moe_layers() const {
     int n = 0;
     for (const auto& l : layers) n += l.ffn == FfnKind::moe;
@@ -91,26 +100,34 @@ int ModelSpec::n_moe_layers() const {
 namespace {
 // Parameters of the spec with `experts_counted` experts per MoE layer.
 uint64_t count_params(const ModelSpec& s, uint64_t experts_counted) {
-    const uint64_t h = uint64_t(s.hidden_dim), q = uint64_t(s.q_dim()), kv = uint64_t(s.kv_dim());
+    const uint64_t h = uint64_t(s.hidden_dim);
     auto mlp = [&](uint64_t f) { return 3 * h * f + (s.mlp_bias ? 2 * f + h : 0); };
     uint64_t n = uint64_t(s.vocab_size) * h + h;
     if (!s.tied_embeddings) n += uint64_t(s.vocab_size) * h;
+    const uint64_t pl = uint64_t(s.per_layer_dim) * uint64_t(s.n_layers);
+    if (pl > 0) n += uint64_t(s.per_layer_vocab) * pl + h * pl + uint64_t(s.per_layer_dim);  // table, projection, norm
     const DeltaNetSpec& d = s.delta_net;
-    for (const LayerSpec& l : s.layers) {
+    for (int il = 0; il < s.n_layers; ++il) {
+        const LayerSpec& l = s.layers[size_t(il)];
+        const uint64_t q = uint64_t(s.layer_q_dim(il)), kv = uint64_t(s.layer_kv_dim(il)), hd = uint64_t(s.layer_head_dim(il));
         uint64_t per_layer = 2 * h;  // the two norms
+        if (s.per_layer_dim > 0) per_layer += 2 * h * uint64_t(s.per_layer_dim) + h;  // gate, projection, norm
+        if (s.layer_scalar) per_layer += 1;
         if (l.mixer == MixerKind::delta_net) {
             const uint64_t cd = uint64_t(d.conv_dim()), vd = uint64_t(d.value_dim()), hv = uint64_t(d.n_v_heads);
             // in_proj_qkv, in_proj_z, in_proj_b/a, conv1d, dt_bias, A_log, norm, out_proj
             per_layer += h * cd + h * vd + 2 * h * hv + cd * uint64_t(d.conv_kernel) + 2 * hv + uint64_t(d.v_head_dim) + vd * h;
         } else {
-            per_layer += h * uint64_t(s.q_proj_rows()) + 2 * h * kv + q * h;
-            if (s.qkv_bias) per_layer += q + 2 * kv;
+            // k and v (one of them with k_eq_v, none in a KV-shared layer)
+            const uint64_t n_kv_mats = l.kv_from >= 0 ? 0 : l.k_eq_v ? 1 : 2;
+            per_layer += h * uint64_t(s.layer_q_proj_rows(il)) + n_kv_mats * h * kv + q * h;
+            if (s.qkv_bias) per_layer += q + n_kv_mats * kv;
             if (s.o_bias) per_layer += h;
-            if (s.qk_norm) per_layer += 2 * uint64_t(s.head_dim);
+            if (s.qk_norm) per_layer += (l.kv_from >= 0 ? 1 : 2) * hd;
         }
         if (s.sandwich_norm) per_layer += 2 * h;
         if (l.ffn == FfnKind::dense) {
-            per_layer += mlp(uint64_t(s.ffn_dim));
+            per_layer += mlp(uint64_t(s.layer_ffn_dim(il)));
         } else {
             per_layer += uint64_t(s.moe.n_experts) * h + experts_counted * mlp(uint64_t(s.moe.expert_ffn_dim));
             if (s.moe.shared_ffn_dim > 0) per_layer += mlp(uint64_t(s.moe.shared_ffn_dim)) + (s.moe.shared_gate ? h : 0);
@@ -126,8 +143,18 @@ uint64_t ModelSpec::n_active_params() const { return count_params(*this, uint64_
 
 nlohmann::json spec_to_json(const ModelSpec& s) {
     nlohmann::json layers = nlohmann::json::array();
-    for (const auto& l : s.layers)
-        layers.push_back({{"mixer", mixer_name(l.mixer)}, {"attn", to_name(k_attn_names, l.attn)}, {"ffn", ffn_name(l.ffn)}});
+    for (const auto& l : s.layers) {
+        nlohmann::json j = {{"mixer", mixer_name(l.mixer)}, {"attn", to_name(k_attn_names, l.attn)}, {"ffn", ffn_name(l.ffn)}};
+        // note: the version-4 fields are written only where they differ from their defaults, so a
+        // model without them has the same spec text as before.
+        if (l.head_dim) j["head_dim"] = l.head_dim;
+        if (l.n_heads) j["n_heads"] = l.n_heads;
+        if (l.n_kv_heads) j["n_kv_heads"] = l.n_kv_heads;
+        if (l.ffn_dim) j["ffn_dim"] = l.ffn_dim;
+        if (l.kv_from >= 0) j["kv_from"] = l.kv_from;
+        if (l.k_eq_v) j["k_eq_v"] = true;
+        layers.push_back(std::move(j));
+    }
     return {{"format_version", k_spec_version},
             {"arch", arch_name(s.arch)},
             {"hf_architecture", s.hf_architecture},
@@ -143,6 +170,7 @@ nlohmann::json spec_to_json(const ModelSpec& s) {
             {"norm_weight_offset", s.norm_weight_offset},
             {"qk_norm", s.qk_norm},
             {"sandwich_norm", s.sandwich_norm},
+            {"v_norm", s.v_norm},
             {"qkv_bias", s.qkv_bias},
             {"o_bias", s.o_bias},
             {"attn_output_gate", s.attn_output_gate},
@@ -168,6 +196,9 @@ nlohmann::json spec_to_json(const ModelSpec& s) {
             {"embed_scale", s.embed_scale},
             {"tied_embeddings", s.tied_embeddings},
             {"final_softcap", s.final_softcap},
+            {"per_layer_dim", s.per_layer_dim},
+            {"per_layer_vocab", s.per_layer_vocab},
+            {"layer_scalar", s.layer_scalar},
             {"bos_token_id", s.bos_token_id},
             {"eos_token_ids", s.eos_token_ids}};
 }
@@ -198,6 +229,7 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
     s.norm_weight_offset = float(j.req_num("norm_weight_offset"));
     s.qk_norm = j.req_bool("qk_norm");
     s.sandwich_norm = j.req_bool("sandwich_norm");
+    if (version >= 4) s.v_norm = j.req_bool("v_norm");
     s.qkv_bias = j.req_bool("qkv_bias");
     s.o_bias = j.req_bool("o_bias");
     if (version >= 3) {
@@ -225,13 +257,22 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
             const std::string lctx = fmt::format("{}: layers[{}]", ctx, i);
             if (!(*layers_json)[i].is_object()) fail("{}: not an object", lctx);
             const ConfigFields l((*layers_json)[i], ctx, fmt::format("layers[{}].", i));
-            s.layers.push_back({from_name(k_mixer_names, l.req_str("mixer"), "layer mixer", lctx),
-                                from_name(k_attn_names, l.req_str("attn"), "attention kind", lctx),
-                                from_name(k_ffn_names, l.req_str("ffn"), "layer FFN kind", lctx)});
+            LayerSpec ls{from_name(k_mixer_names, l.req_str("mixer"), "layer mixer", lctx),
+                         from_name(k_attn_names, l.req_str("attn"), "attention kind", lctx),
+                         from_name(k_ffn_names, l.req_str("ffn"), "layer FFN kind", lctx)};
+            if (version >= 4) {
+                ls.head_dim = int(l.opt_int("head_dim", 0, 0, spec_limits::head_dim));
+                ls.n_heads = int(l.opt_int("n_heads", 0, 0, heads));
+                ls.n_kv_heads = int(l.opt_int("n_kv_heads", 0, 0, heads));
+                ls.ffn_dim = int(l.opt_int("ffn_dim", 0, 0, width));
+                ls.kv_from = int(l.opt_int("kv_from", -1, -1, layers - 1));
+                ls.k_eq_v = l.opt_bool("k_eq_v", false);
+            }
+            s.layers.push_back(ls);
         }
     }
-    s.rope = rope_from_json(j.req_object("rope"));
-    s.rope_local = rope_from_json(j.req_object("rope_local"));
+    s.rope = rope_from_json(j.req_object("rope"), version);
+    s.rope_local = rope_from_json(j.req_object("rope_local"), version);
     s.activation = from_name(k_act_names, j.req_str("activation"), "activation", ctx);
     s.mlp_bias = j.req_bool("mlp_bias");
     if (version >= 2) {
@@ -246,6 +287,11 @@ ModelSpec spec_from_json(const nlohmann::json& json, const std::string& ctx) {
     s.embed_scale = float(j.req_num("embed_scale"));
     s.tied_embeddings = j.req_bool("tied_embeddings");
     s.final_softcap = float(j.req_num("final_softcap"));
+    if (version >= 4) {
+        s.per_layer_dim = int(j.req_int("per_layer_dim", 0, width));
+        s.per_layer_vocab = int(j.req_int("per_layer_vocab", 0, vocab));
+        s.layer_scalar = j.req_bool("layer_scalar");
+    }
     s.bos_token_id = int(j.req_int("bos_token_id", -1, token_id));
     const auto eos = j.opt_int_list("eos_token_ids", 0, token_id);
     if (!eos) fail("{}: missing 'eos_token_ids'", ctx);
@@ -295,9 +341,40 @@ void validate_spec(const ModelSpec& s, const std::string& ctx) {
     } else if (s.delta_net != DeltaNetSpec{}) {
         fail("{}: linear-attention sizes given but no layer is a linear-attention layer", ctx);
     }
+    for (int il = 0; il < s.n_layers; ++il) {
+        const LayerSpec& l = s.layers[size_t(il)];
+        for (int v : {l.head_dim, l.n_heads, l.n_kv_heads, l.ffn_dim})
+            if (v < 0) fail("{}: layer {}: a per-layer size is negative ({})", ctx, il, v);
+        if (s.layer_n_heads(il) % s.layer_n_kv_heads(il) != 0)
+            fail("{}: layer {}: num_attention_heads {} is not a multiple of num_key_value_heads {}", ctx, il,
+                 s.layer_n_heads(il), s.layer_n_kv_heads(il));
+        if (l.kv_from >= 0) {
+            // The source must come first (it is computed earlier in the pass), keep a cache and match
+            // the layer's attention kind and K/V geometry.
+            if (l.kv_from >= il || !s.has_kv(l.kv_from))
+                fail("{}: layer {} shares the KV cache of layer {}, which is not an earlier layer with a cache of its own", ctx, il, l.kv_from);
+            if (!s.is_attention(il) || s.layers[size_t(l.kv_from)].attn != l.attn ||
+                s.layer_kv_dim(l.kv_from) != s.layer_kv_dim(il) || s.layer_head_dim(l.kv_from) != s.layer_head_dim(il))
+                fail("{}: layer {} shares the KV cache of layer {}, whose attention kind or key/value sizes differ", ctx, il, l.kv_from);
+        }
+        if (l.k_eq_v && l.kv_from >= 0) fail("{}: layer {}: k_eq_v on a layer that shares another's keys and values", ctx, il);
+        if (s.is_attention(il)) {
+            const RopeSpec& r = s.rope_for_layer(il);
+            if (r.rotary_dim > s.layer_head_dim(il))
+                fail("{}: layer {}: rotary dimension {} exceeds its head_dim {}", ctx, il, r.rotary_dim, s.layer_head_dim(il));
+        }
+    }
+    if ((s.per_layer_dim > 0 || s.layer_scalar || s.has_layer_overrides()) && (s.has_moe() || s.has_delta_net()))
+        fail("{}: per-layer inputs, layer scalars and per-layer sizes are not supported with mixture-of-experts or "
+             "linear-attention layers", ctx);
+    if ((s.per_layer_dim > 0) != (s.per_layer_vocab > 0))
+        fail("{}: per-layer inputs need both hidden_size_per_layer_input and vocab_size_per_layer_input (got {} and {})", ctx,
+             s.per_layer_dim, s.per_layer_vocab);
     for (const RopeSpec* r : {&s.rope, &s.rope_local}) {
-        if (r->rotary_dim <= 0 || r->rotary_dim > s.head_dim || r->rotary_dim % 2 != 0)
-            fail("{}: rotary dimension {} must be even and within head_dim {}", ctx, r->rotary_dim, s.head_dim);
+        if (r->rotary_dim <= 0 || r->rotary_dim > spec_limits::head_dim || r->rotary_dim % 2 != 0)
+            fail("{}: rotary dimension {} must be even and positive", ctx, r->rotary_dim);
+        if (r->scaling == RopeScaling::proportional && (r->rotated_pairs < 0 || r->rotated_pairs > r->rotary_dim / 2))
+            fail("{}: proportional rope rotates {} pairs of {}", ctx, r->rotated_pairs, r->rotary_dim / 2);
         if (!(r->theta > 0)) fail("{}: rope theta must be positive", ctx);
         if (r->scaling != RopeScaling::none && !(r->factor > 0)) fail("{}: rope scaling factor must be positive", ctx);
         if ((r->scaling == RopeScaling::llama3 || r->scaling == RopeScaling::yarn) && r->original_max_position <= 0)

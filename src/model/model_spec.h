@@ -33,7 +33,7 @@ constexpr int64_t experts = 1024;       // DeepSeek-V3: 256 routed experts
 constexpr int64_t conv_kernel = 64;     // Qwen3.5's DeltaNet conv: 4
 }  // namespace spec_limits
 
-enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3, qwen3_moe, mixtral, qwen3_5, qwen3_5_moe };
+enum class Arch { llama, mistral, qwen2, qwen3, phi3, gemma3, qwen3_moe, mixtral, qwen3_5, qwen3_5_moe, gemma4 };
 enum class Activation { silu, gelu_tanh };  // the gate activation of the gated MLP
 enum class AttnKind { full, sliding };      // attention layers: every key, or a sliding window
 // What mixes information across positions in a layer: softmax attention over a KV cache, or
@@ -49,6 +49,19 @@ struct LayerSpec {
     MixerKind mixer = MixerKind::attention;
     AttnKind attn = AttnKind::full;  // attention mixers
     FfnKind ffn = FfnKind::dense;
+    // Sizes that differ from the model's (transformers' per_layer_config; Gemma 4's full-attention
+    // layers have a wider head_dim, its KV-shared layers a double-wide MLP); 0 = the model's.
+    int head_dim = 0;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int ffn_dim = 0;
+    // Gemma 4's KV sharing: the layer computes only queries and attends over the KV cache of layer
+    // kv_from (the last earlier layer of the same attention kind with a cache of its own); it keeps
+    // no cache and has no k/v weights. -1 = its own keys and values.
+    int kv_from = -1;
+    // Gemma 4's attention_k_eq_v (full-attention layers): no v_proj; the values are the raw key
+    // projection (before k_norm and RoPE), normalised by the unweighted v-norm.
+    bool k_eq_v = false;
 
     bool operator==(const LayerSpec&) const = default;
 };
@@ -89,7 +102,11 @@ struct DeltaNetSpec {
     uint64_t state_bytes() const { return 4 * uint64_t(state_floats() + conv_state_floats()); }
     bool operator==(const DeltaNetSpec&) const = default;
 };
-enum class RopeScaling { none, linear, llama3, yarn };
+// proportional: Gemma 4's partial RoPE. The whole head is paired the rotate_half way (rotary_dim ==
+// head_dim), the first rotated_pairs pairs turn at theta^(-2i / head_dim) (the exponent over the
+// whole head, not over the rotated part) and the others have frequency 0 (cos 1, sin 0: left as
+// they are); transformers' _compute_proportional_rope_parameters.
+enum class RopeScaling { none, linear, llama3, yarn, proportional };
 
 struct RopeSpec {
     double theta = 10000.0;          // base of the inverse frequencies
@@ -106,6 +123,7 @@ struct RopeSpec {
     double beta_slow = 1.0;
     double attention_factor = 1.0;
     bool truncate = true;            // yarn: floor/ceil the ramp bounds (transformers' default)
+    int rotated_pairs = 0;           // proportional: frequency pairs that rotate (< rotary_dim / 2)
 
     bool operator==(const RopeSpec&) const = default;
 };
@@ -129,6 +147,7 @@ struct ModelSpec {
     float norm_weight_offset = 0.0f; // 1 for Gemma's (1 + w) norms
     bool qk_norm = false;            // RMSNorm over head_dim on q and k before RoPE (Qwen3, Gemma 3)
     bool sandwich_norm = false;      // Gemma: norms after attention and after the MLP, before the residual add
+    bool v_norm = false;             // Gemma 4: RMSNorm without weight over head_dim on v
 
     // Attention.
     bool qkv_bias = false;           // biases on q/k/v projections (Qwen2, Llama attention_bias)
@@ -154,18 +173,42 @@ struct ModelSpec {
     bool tied_embeddings = false;    // the output head reuses token_embd
     float final_softcap = 0.0f;      // tanh soft-capping of the logits; 0 = off
 
+    // Gemma 4's per-layer inputs: every layer l gets a per_layer_dim-wide input, the mean (scaled
+    // by 1/sqrt 2) of row `token` of a [per_layer_vocab, n_layers * per_layer_dim] embedding
+    // (scaled by sqrt(per_layer_dim)) and an RMS-normed projection of the token embedding (scaled
+    // by 1/sqrt(hidden)); after its MLP, the layer adds norm(proj(gelu(gate(x)) * input_l)) to the
+    // residual stream. 0 = none.
+    int per_layer_dim = 0;
+    int per_layer_vocab = 0;
+    bool layer_scalar = false;       // Gemma 4: a stored per-layer scalar multiplies the layer's output
+
     // Special tokens from config.json / generation_config.json (-1 = none).
     int bos_token_id = -1;
     std::vector<int> eos_token_ids;
 
+    // The model-wide sizes (those of every layer without a per-layer override).
     int q_dim() const { return n_heads * head_dim; }
     int q_proj_rows() const { return attn_output_gate ? 2 * q_dim() : q_dim(); }
     int kv_dim() const { return n_kv_heads * head_dim; }
+    // Layer il's sizes, its LayerSpec's overrides applied.
+    int layer_head_dim(int il) const { return pick(layers[size_t(il)].head_dim, head_dim); }
+    int layer_n_heads(int il) const { return pick(layers[size_t(il)].n_heads, n_heads); }
+    int layer_n_kv_heads(int il) const { return pick(layers[size_t(il)].n_kv_heads, n_kv_heads); }
+    int layer_ffn_dim(int il) const { return pick(layers[size_t(il)].ffn_dim, ffn_dim); }
+    int layer_q_dim(int il) const { return layer_n_heads(il) * layer_head_dim(il); }
+    int layer_q_proj_rows(int il) const { return attn_output_gate ? 2 * layer_q_dim(il) : layer_q_dim(il); }
+    int layer_kv_dim(int il) const { return layer_n_kv_heads(il) * layer_head_dim(il); }
+    // True when some layer's sizes differ from the model-wide ones, or it shares another's KV.
+    bool has_layer_overrides() const;
     bool sliding(int il) const { return layers[size_t(il)].attn == AttnKind::sliding; }
     bool is_moe(int il) const { return layers[size_t(il)].ffn == FfnKind::moe; }
     bool is_delta_net(int il) const { return layers[size_t(il)].mixer == MixerKind::delta_net; }
-    // Layers with a KV cache (attention mixers); the others keep a recurrent state.
-    bool has_kv(int il) const { return layers[size_t(il)].mixer == MixerKind::attention; }
+    bool is_attention(int il) const { return layers[size_t(il)].mixer == MixerKind::attention; }
+    // Layers with a KV cache of their own (attention mixers that do not share another's); DeltaNet
+    // layers keep a recurrent state instead, KV-shared layers nothing.
+    bool has_kv(int il) const { return is_attention(il) && layers[size_t(il)].kv_from < 0; }
+    // The layer whose KV cache layer il attends over (itself unless it shares).
+    int kv_layer(int il) const { return layers[size_t(il)].kv_from >= 0 ? layers[size_t(il)].kv_from : il; }
     bool has_delta_net() const;
     bool has_moe() const;
     int n_moe_layers() const;
@@ -176,6 +219,9 @@ struct ModelSpec {
     uint64_t n_active_params() const;
 
     bool operator==(const ModelSpec&) const = default;
+
+private:
+    static int pick(int layer_value, int model_value) { return layer_value > 0 ? layer_value : model_value; }
 };
 
 std::string_view arch_name(Arch a);
@@ -190,8 +236,11 @@ std::string_view ffn_name(FfnKind k);
 // The JSON carries "format_version" (k_spec_version); a spec without one is version 1 (archives
 // written before layers had kinds: "layer_attn" lists attention kinds, every FFN dense), and a
 // version above k_spec_version is refused as written by a newer ThinTensor. Version 3 added
-// "attn_output_gate" and "delta_net" (Qwen3.5); a version 2 spec has neither.
-inline constexpr int k_spec_version = 3;
+// "attn_output_gate" and "delta_net" (Qwen3.5); a version 2 spec has neither. Version 4 added
+// Gemma 4: per-layer sizes, "kv_from" and "k_eq_v" in "layers", "v_norm", "per_layer_dim",
+// "per_layer_vocab", "layer_scalar" and the proportional RoPE's "rotated_pairs"; an older spec has
+// none of them (every layer the model-wide sizes, its own KV).
+inline constexpr int k_spec_version = 4;
 nlohmann::json spec_to_json(const ModelSpec& s);
 ModelSpec spec_from_json(const nlohmann::json& j, const std::string& context = "archive spec");
 // Checks internal consistency (positive dims, heads divide, one LayerSpec per layer, MoE sizes...).

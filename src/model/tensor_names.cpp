@@ -57,6 +57,13 @@ constexpr NameRow k_names[] = {
     {Role::ssm_a_log, "blk.{}.ssm_a_log", "model.layers.{}.linear_attn.A_log"},
     {Role::ssm_norm, "blk.{}.ssm_norm.weight", "model.layers.{}.linear_attn.norm.weight"},
     {Role::ssm_out, "blk.{}.ssm_out.weight", "model.layers.{}.linear_attn.out_proj.weight"},
+    {Role::per_layer_token_embd, "per_layer_token_embd.weight", "model.embed_tokens_per_layer.weight"},
+    {Role::per_layer_model_proj, "per_layer_model_proj.weight", "model.per_layer_model_projection.weight"},
+    {Role::per_layer_proj_norm, "per_layer_proj_norm.weight", "model.per_layer_projection_norm.weight"},
+    {Role::per_layer_gate, "blk.{}.per_layer_gate.weight", "model.layers.{}.per_layer_input_gate.weight"},
+    {Role::per_layer_proj, "blk.{}.per_layer_proj.weight", "model.layers.{}.per_layer_projection.weight"},
+    {Role::per_layer_post_norm, "blk.{}.per_layer_post_norm.weight", "model.layers.{}.post_per_layer_input_norm.weight"},
+    {Role::layer_scalar, "blk.{}.layer_scalar", "model.layers.{}.layer_scalar"},
 };
 
 // Architectures whose HF checkpoints name a role differently.
@@ -69,6 +76,7 @@ constexpr OverrideRow k_overrides[] = {
     // Gemma's post_attention_layernorm normalizes the attention output (sandwich norm); the pre-MLP
     // norm is pre_feedforward_layernorm.
     {Arch::gemma3, Role::ffn_norm, "model.layers.{}.pre_feedforward_layernorm.weight"},
+    {Arch::gemma4, Role::ffn_norm, "model.layers.{}.pre_feedforward_layernorm.weight"},
     // Phi-3's fused projections (split by rows, see TensorPlan::hf_row_begin).
     {Arch::phi3, Role::attn_q, "model.layers.{}.self_attn.qkv_proj.weight"},
     {Arch::phi3, Role::attn_k, "model.layers.{}.self_attn.qkv_proj.weight"},
@@ -158,6 +166,9 @@ int hf_layer_index(std::string_view name) {
 std::string_view hf_skipped_part(std::string_view name) {
     if (name.starts_with("model.visual.") || name.starts_with("visual.")) return "the vision tower";
     if (name.starts_with("mtp.")) return "the multi-token-prediction layer";
+    // Gemma4ForConditionalGeneration
+    if (name.starts_with("model.vision_tower.") || name.starts_with("model.embed_vision.")) return "the vision tower";
+    if (name.starts_with("model.audio_tower.") || name.starts_with("model.embed_audio.")) return "the audio tower";
     return {};
 }
 
@@ -165,8 +176,10 @@ std::string tensor_name(Role role, int layer, int expert) { return fill(row(role
 std::string expert_block_name(int layer, int expert) { return fmt::format("layer.{}.expert.{}", layer, expert); }
 
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
-    const int64_t h = s.hidden_dim, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn_dim, v = s.vocab_size, hd = s.head_dim;
+    const int64_t h = s.hidden_dim, v = s.vocab_size;
     std::vector<TensorPlan> out;
+    // note: the fused-matrix row offsets below are Phi-3's, whose layers all have the model's sizes.
+    const int64_t pq = s.q_dim(), pkv = s.kv_dim(), pf = s.ffn_dim;
     auto add = [&](Role r, int layer, Shape shape, const std::string& block, int expert = -1) {
         TensorPlan p{r, layer, tensor_name(r, layer, expert), shape, block, hf_name(s.arch, r, layer, expert), 0, shape, "", expert, {}};
         for (const auto& fr : k_fused_experts) {
@@ -184,11 +197,11 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
         if (r == Role::ssm_conv) p.hf_shape = {shape[0], 1, shape[1]};  // nn.Conv1d's [out, in / groups, kernel]
         if (s.arch == Arch::phi3) {  // rows of the fused matrices
             switch (r) {
-            case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {q + 2 * kv, h}; break;
-            case Role::attn_k: p.hf_row_begin = q; p.hf_shape = {q + 2 * kv, h}; break;
-            case Role::attn_v: p.hf_row_begin = q + kv; p.hf_shape = {q + 2 * kv, h}; break;
-            case Role::ffn_gate: p.hf_row_begin = 0; p.hf_shape = {2 * f, h}; break;
-            case Role::ffn_up: p.hf_row_begin = f; p.hf_shape = {2 * f, h}; break;
+            case Role::attn_q: p.hf_row_begin = 0; p.hf_shape = {pq + 2 * pkv, h}; break;
+            case Role::attn_k: p.hf_row_begin = pq; p.hf_shape = {pq + 2 * pkv, h}; break;
+            case Role::attn_v: p.hf_row_begin = pq + pkv; p.hf_shape = {pq + 2 * pkv, h}; break;
+            case Role::ffn_gate: p.hf_row_begin = 0; p.hf_shape = {2 * pf, h}; break;
+            case Role::ffn_up: p.hf_row_begin = pf; p.hf_shape = {2 * pf, h}; break;
             default: break;
             }
         }
@@ -197,8 +210,17 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const DeltaNetSpec& d = s.delta_net;
     add(Role::token_embd, -1, {v, h}, "embed");
     if (s.tied_embeddings) out.back().hf_alt_name = row(Role::output).hf;
+    const int64_t P = s.per_layer_dim, LP = int64_t(s.n_layers) * P;
+    if (P > 0) {
+        add(Role::per_layer_token_embd, -1, {s.per_layer_vocab, LP}, "embed");
+        add(Role::per_layer_model_proj, -1, {LP, h}, "embed");
+        add(Role::per_layer_proj_norm, -1, {P}, "embed");
+    }
     for (int il = 0; il < s.n_layers; ++il) {
         const std::string b = fmt::format("layer.{}", il);
+        const int64_t q = s.layer_q_dim(il), kv = s.layer_kv_dim(il), f = s.layer_ffn_dim(il), hd = s.layer_head_dim(il);
+        const LayerSpec& ls = s.layers[size_t(il)];
+        const bool own_k = ls.kv_from < 0, own_v = own_k && !ls.k_eq_v;
         add(Role::attn_norm, il, {h}, b);
         if (s.is_delta_net(il)) {
             add(Role::ssm_in_qkv, il, {d.conv_dim(), h}, b);
@@ -211,17 +233,17 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
             add(Role::ssm_norm, il, {d.v_head_dim}, b);
             add(Role::ssm_out, il, {h, d.value_dim()}, b);
         } else {
-            add(Role::attn_q, il, {s.q_proj_rows(), h}, b);
-            add(Role::attn_k, il, {kv, h}, b);
-            add(Role::attn_v, il, {kv, h}, b);
+            add(Role::attn_q, il, {s.layer_q_proj_rows(il), h}, b);
+            if (own_k) add(Role::attn_k, il, {kv, h}, b);
+            if (own_v) add(Role::attn_v, il, {kv, h}, b);
             if (s.qkv_bias) {
                 add(Role::attn_q_bias, il, {q}, b);
-                add(Role::attn_k_bias, il, {kv}, b);
-                add(Role::attn_v_bias, il, {kv}, b);
+                if (own_k) add(Role::attn_k_bias, il, {kv}, b);
+                if (own_v) add(Role::attn_v_bias, il, {kv}, b);
             }
             if (s.qk_norm) {
                 add(Role::attn_q_norm, il, {hd}, b);
-                add(Role::attn_k_norm, il, {hd}, b);
+                if (own_k) add(Role::attn_k_norm, il, {hd}, b);
             }
             add(Role::attn_o, il, {h, q}, b);
             if (s.o_bias) add(Role::attn_o_bias, il, {h}, b);
@@ -238,8 +260,15 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
                 add(Role::ffn_down_bias, il, {h}, b);
             }
             if (s.sandwich_norm) add(Role::ffn_post_norm, il, {h}, b);
+            if (P > 0) {
+                add(Role::per_layer_gate, il, {P, h}, b);
+                add(Role::per_layer_proj, il, {h, P}, b);
+                add(Role::per_layer_post_norm, il, {h}, b);
+            }
+            if (s.layer_scalar) add(Role::layer_scalar, il, {1}, b);
             continue;
         }
+        // note: no mixture-of-experts model has per-layer inputs or layer scalars (validate_spec).
         // Mixture of experts: the router and the shared expert stay in the layer's block (every
         // token reads them); each routed expert is a block of its own.
         const MoeSpec& m = s.moe;

@@ -18,8 +18,8 @@ enum class Role {
     output,          // [vocab, hidden]; absent when embeddings are tied
     attn_norm,       // [hidden]              RMSNorm before attention
     attn_q,          // [q_dim, hidden]; [2 * q_dim, hidden] with attn_output_gate ([q_h | gate_h] per head)
-    attn_k,          // [kv_dim, hidden]
-    attn_v,          // [kv_dim, hidden]
+    attn_k,          // [kv_dim, hidden]      absent in a KV-shared layer (LayerSpec::kv_from)
+    attn_v,          // [kv_dim, hidden]      absent also with LayerSpec::k_eq_v
     attn_o,          // [hidden, q_dim]
     attn_q_bias,     // [q_dim]
     attn_k_bias,     // [kv_dim]
@@ -55,6 +55,15 @@ enum class Role {
     ssm_a_log,       // [v_heads]
     ssm_norm,        // [v_head_dim]          the gated RMSNorm's weight (plain w)
     ssm_out,         // [hidden, value_dim]
+    // Gemma 4's per-layer inputs (ModelSpec::per_layer_dim = P > 0; L = n_layers), in the embed block:
+    per_layer_token_embd,  // [per_layer_vocab, L * P]  row `token`: the L per-layer embeddings side by side
+    per_layer_model_proj,  // [L * P, hidden]           projects the token embedding to the L inputs
+    per_layer_proj_norm,   // [P]                       RMSNorm of each projected input
+    // ... and in each layer:
+    per_layer_gate,        // [P, hidden]               per_layer_input_gate
+    per_layer_proj,        // [hidden, P]               per_layer_projection
+    per_layer_post_norm,   // [hidden]                  post_per_layer_input_norm
+    layer_scalar,          // [1]                       multiplies the layer's output (ModelSpec::layer_scalar)
 };
 
 // Internal name: "token_embd.weight", "blk.3.attn_q.weight", "blk.3.expert.17.ffn_gate.weight", ...
@@ -96,10 +105,11 @@ struct TensorPlan {
 // builds a plan for the layers its config.json claims.
 int hf_layer_index(std::string_view hf_name);
 
-// The parts of an image-text checkpoint ThinTensor does not run (the vision tower, Qwen3.5's
-// multi-token-prediction layer): a name for the converter's info line, or empty for any other tensor.
+// The parts of an image-text checkpoint ThinTensor does not run (the vision tower, Gemma 4's
+// audio tower and the embedders of both, Qwen3.5's multi-token-prediction layer): a name for the converter's info line, or empty for any other tensor.
 std::string_view hf_skipped_part(std::string_view hf_name);
 
+// Per-layer tensors are sized by the layer's own sizes (ModelSpec::layer_q_dim(il), ...).
 // Every tensor the spec implies, in archive order (embed, then per layer its block and, for a
 // mixture-of-experts layer, one block per expert, then output).
 std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);

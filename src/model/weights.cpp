@@ -11,6 +11,9 @@ const TensorView** slot(ModelWeights& w, Role r, int layer, int expert) {
         case Role::token_embd: return &w.token_embd;
         case Role::output_norm: return &w.output_norm;
         case Role::output: return &w.output;
+        case Role::per_layer_token_embd: return &w.per_layer_token_embd;
+        case Role::per_layer_model_proj: return &w.per_layer_model_proj;
+        case Role::per_layer_proj_norm: return &w.per_layer_proj_norm;
         default: TT_ASSERT(false);
         }
     }
@@ -53,6 +56,10 @@ const TensorView** slot(ModelWeights& w, Role r, int layer, int expert) {
     case Role::ssm_a_log: return &l.ssm_a_log;
     case Role::ssm_norm: return &l.ssm_norm;
     case Role::ssm_out: return &l.ssm_out;
+    case Role::per_layer_gate: return &l.per_layer_gate;
+    case Role::per_layer_proj: return &l.per_layer_proj;
+    case Role::per_layer_post_norm: return &l.per_layer_post_norm;
+    case Role::layer_scalar: return &l.layer_scalar;
     default: TT_ASSERT(false);
     }
 }

@@ -22,8 +22,8 @@ struct ExpertWeights {
 struct LayerWeights {
     const TensorView* attn_norm = nullptr;       // [hidden]
     const TensorView* wq = nullptr;              // [q_proj_rows, hidden]
-    const TensorView* wk = nullptr;              // [kv_dim, hidden]
-    const TensorView* wv = nullptr;              // [kv_dim, hidden]
+    const TensorView* wk = nullptr;              // [kv_dim, hidden] (null in a KV-shared layer)
+    const TensorView* wv = nullptr;              // [kv_dim, hidden] (null also with k_eq_v)
     const TensorView* wo = nullptr;              // [hidden, q_dim]
     const TensorView* bq = nullptr;              // [q_dim]   (qkv_bias)
     const TensorView* bk = nullptr;              // [kv_dim]
@@ -57,12 +57,21 @@ struct LayerWeights {
     const TensorView* ssm_a_log = nullptr;       // [v_heads]
     const TensorView* ssm_norm = nullptr;        // [v_head_dim]
     const TensorView* ssm_out = nullptr;         // [hidden, value_dim]
+    // Gemma 4 (ModelSpec::per_layer_dim = P, layer_scalar):
+    const TensorView* per_layer_gate = nullptr;      // [P, hidden]
+    const TensorView* per_layer_proj = nullptr;      // [hidden, P]
+    const TensorView* per_layer_post_norm = nullptr; // [hidden]
+    const TensorView* layer_scalar = nullptr;        // [1]
 };
 
 struct ModelWeights {
     const TensorView* token_embd = nullptr;  // [vocab, hidden]
     const TensorView* output_norm = nullptr; // [hidden]
     const TensorView* output = nullptr;      // [vocab, hidden]; == token_embd when tied
+    // Gemma 4's per-layer inputs (ModelSpec::per_layer_dim = P > 0, L = n_layers):
+    const TensorView* per_layer_token_embd = nullptr;  // [per_layer_vocab, L * P]
+    const TensorView* per_layer_model_proj = nullptr;  // [L * P, hidden]
+    const TensorView* per_layer_proj_norm = nullptr;   // [P]
     std::vector<LayerWeights> layers;
 };
 

@@ -32,6 +32,8 @@ std::string default_device() {
 }
 
 std::string cuda_unsupported_reason(const ModelSpec& s) {
+    if (s.arch == Arch::gemma4)
+        return fmt::format("the CUDA backend does not run {} yet (per-layer inputs, KV sharing, per-layer head sizes)", s.hf_architecture);
     // A shared expert runs (Qwen2-MoE / Qwen3.5-MoE); the MoE kernels take no post-norm and no
     // expert biases.
     if (s.has_moe() && (s.sandwich_norm || s.mlp_bias))
@@ -41,6 +43,9 @@ std::string cuda_unsupported_reason(const ModelSpec& s) {
 }
 
 std::string host_unsupported_reason(const ModelSpec& s) {
+    if (s.arch == Arch::gemma4)
+        return fmt::format("{} has per-layer inputs, KV sharing and per-layer head sizes, which the host decode path does not "
+                           "compute yet", s.hf_architecture);
     if (s.has_delta_net() || s.attn_output_gate)
         return fmt::format("{} has Gated DeltaNet linear-attention layers and gated attention, which the host decode path "
                            "does not compute yet", s.hf_architecture);
@@ -62,7 +67,8 @@ std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptio
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
     if (opt.device == "host")
         if (const std::string why = host_unsupported_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
-            fail("--device host: {}: {}; use --device cpu or cuda", archive.path(), why);
+            fail("--device host: {}: {}; use --device {}", archive.path(), why,
+                 cuda_unsupported_reason(spec_from_json(archive.metadata()["spec"])).empty() ? "cpu or cuda" : "cpu");
     if (opt.device == "host") return make_host_backend(archive, opt);
     const std::string family = opt.device.substr(0, opt.device.find(':'));
     if (family != "cuda") fail("--device: unknown device '{}' (use cpu, host, cuda or cuda:N)", opt.device);

@@ -104,4 +104,11 @@ uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights) {
     return uint64_t(context) * uint64_t(s.kv_dim()) * dtype_size(kv_cache_dtype(weights));
 }
 
+uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights) {
+    uint64_t b = 0;
+    for (int il = 0; il < s.n_layers; ++il)
+        if (s.has_kv(il)) b += 2 * uint64_t(context) * uint64_t(s.layer_kv_dim(il)) * dtype_size(kv_cache_dtype(weights));
+    return b;
+}
+
 }  // namespace tt

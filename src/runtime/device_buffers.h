@@ -142,6 +142,9 @@ constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, 
 
 // Bytes of one layer's K (or V) cache for `context` positions.
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);
+// Bytes of every K and V cache for `context` positions: the layers with a cache of their own
+// (ModelSpec::has_kv), each at its own kv_dim; Gemma 4's KV-shared layers add nothing.
+uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights);
 
 template <size_t N>
 uint64_t total_bytes(const std::array<BufferSize, N>& list) {

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "format/archive.h"
+#include "model/tensor_names.h"
 #include "runtime/backend.h"
 
 #include <fmt/format.h>
@@ -52,12 +53,15 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
     // the allocator take beside them.
     const int chunk = prefill_chunk_tokens(context);
     // Attention layers keep a KV cache; linear-attention layers a fixed-size recurrent state instead
-    // (resident: it is read and written every token).
-    int n_kv = 0, n_state = 0;
-    for (int il = 0; il < s.n_layers; ++il) (s.has_kv(il) ? n_kv : n_state)++;
-    const uint64_t kv = 2 * uint64_t(n_kv) * kv_cache_layer_bytes(s, context, weights);
-    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{})", context,
-                                               n_state ? fmt::format(", {} attention layers", n_kv) : ""), kv}};
+    // (resident: it is read and written every token); Gemma 4's KV-shared layers read another
+    // layer's cache and keep nothing.
+    int n_kv = 0, n_state = 0, n_shared = 0;
+    for (int il = 0; il < s.n_layers; ++il) (s.has_kv(il) ? n_kv : s.is_delta_net(il) ? n_state : n_shared)++;
+    const uint64_t kv = kv_cache_bytes(s, context, weights);
+    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{}{})", context,
+                                               n_state ? fmt::format(", {} attention layers", n_kv) : "",
+                                               n_shared ? fmt::format(", {} layers, {} sharing another's", n_kv, n_shared) : ""),
+                                   kv}};
     if (n_state)
         lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state), uint64_t(n_state) * s.delta_net.state_bytes()});
     lines.insert(lines.end(), {
@@ -79,7 +83,7 @@ double prefill_flops(const ModelSpec& s, int n) {
         double vis = 0;  // sum over queries of visible keys
         const int w = s.sliding(il) ? s.sliding_window : 0;
         for (int i = 0; i < n; ++i) vis += w > 0 ? std::min(i + 1, w) : i + 1;
-        f += 4.0 * s.q_dim() * vis;  // QK^T and PV
+        f += 4.0 * s.layer_q_dim(il) * vis;  // QK^T and PV
     }
     return f;
 }
@@ -132,8 +136,10 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
     for (const auto& t : a.tensors()) {
         auto it = std::find_if(in.blocks.begin(), in.blocks.end(), [&](const PlanBlock& b) { return b.name == t.block; });
         if (it == in.blocks.end()) continue;
-        const bool lookup_only = t.view.name == "token_embd.weight" && !spec.tied_embeddings;
-        it->decode_read += lookup_only ? t.view.nbytes / uint64_t(spec.vocab_size) : t.view.nbytes;
+        // Row lookups: a decode token reads one row (Gemma 4's per-layer table always is one).
+        if (t.view.name == tensor_name(Role::token_embd) && !spec.tied_embeddings) it->decode_read += t.view.nbytes / uint64_t(spec.vocab_size);
+        else if (t.view.name == tensor_name(Role::per_layer_token_embd)) it->decode_read += t.view.nbytes / uint64_t(spec.per_layer_vocab);
+        else it->decode_read += t.view.nbytes;
     }
     // An expert is read by a decode token with probability top_k / n_experts (uniform routing).
     for (auto& b : in.blocks)

@@ -20,6 +20,15 @@ RopeTable make_rope_table(const RopeSpec& r) {
     case RopeScaling::linear:
         for (auto& f : t.inv_freq) f = float(f / r.factor);
         break;
+    case RopeScaling::proportional:
+        // _compute_proportional_rope_parameters: the exponents above already run over the whole
+        // head (rotary_dim == head_dim); pairs from rotated_pairs on get frequency 0, so cos 1 and
+        // sin 0 leave them exactly as they are.
+        for (int i = 0; i < half; ++i) {
+            float& f = t.inv_freq[size_t(i)];
+            f = i < r.rotated_pairs ? float(f / r.factor) : 0.0f;
+        }
+        break;
     case RopeScaling::llama3: {
         // _compute_llama3_parameters: long wavelengths are slowed by `factor`, short ones kept,
         // the band between interpolated smoothly.

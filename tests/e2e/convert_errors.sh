@@ -75,11 +75,11 @@ fresh noconfig "$llama"; rm "$work/noconfig/config.json"
 expect_fail "missing config.json" "$work/noconfig.out" "$work/noconfig" "missing config.json" -- \
   "$THINTENSOR" convert "$work/noconfig" --out "$work/noconfig.out/m.thin"
 
-fresh gemma4 fixtures/hf-tiny/gemma4_text
-expect_fail "unsupported architecture" "$work/gemma4.out" "$work/gemma4/config.json" \
-  "unsupported architecture 'Gemma4ForCausalLM'" LlamaForCausalLM MistralForCausalLM Qwen2ForCausalLM \
-  Qwen3ForCausalLM Phi3ForCausalLM Gemma3ForCausalLM Qwen3MoeForCausalLM MixtralForCausalLM -- \
-  "$THINTENSOR" convert "$work/gemma4" --out "$work/gemma4.out/m.thin"
+fresh foo "$llama"; sed -i 's/"LlamaForCausalLM"/"FooForCausalLM"/' "$work/foo/config.json"
+expect_fail "unsupported architecture" "$work/foo.out" "$work/foo/config.json" \
+  "unsupported architecture 'FooForCausalLM'" LlamaForCausalLM MistralForCausalLM Qwen2ForCausalLM \
+  Qwen3ForCausalLM Phi3ForCausalLM Gemma3ForCausalLM Qwen3MoeForCausalLM MixtralForCausalLM Gemma4ForCausalLM -- \
+  "$THINTENSOR" convert "$work/foo" --out "$work/foo.out/m.thin"
 
 fresh trunc "$llama"; truncate -s 200000 "$work/trunc/model.safetensors"
 expect_fail "truncated safetensors" "$work/trunc.out" "$work/trunc/model.safetensors" "truncated" -- \

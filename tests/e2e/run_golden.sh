@@ -44,8 +44,10 @@ fails_with "prompt longer than the context" "does not fit the context" \
   "$THINTENSOR" run "$tmp/ts.thin" --prompt "$(printf 'once upon a time %.0s' $(seq 200))" --context 64 --device cpu
 fails_with "--max-tokens 0" "max-tokens must be at least 1" "$THINTENSOR" run "$tmp/ts.thin" --prompt hi --max-tokens 0 --device cpu
 fails_with "unknown device" "unknown device 'tpu'" "$THINTENSOR" run "$tmp/ts.thin" --prompt hi --device tpu
-fails_with "unsupported architecture" "unsupported architecture 'Gemma4ForCausalLM'.*supported: LlamaForCausalLM" \
-  "$THINTENSOR" run "$S/fixtures/hf-tiny/gemma4_text" --prompt "1 2 3" --device cpu --no-fallback
+mkdir -p "$tmp/foo" && cp "$S/fixtures/hf-tiny/llama"/* "$tmp/foo/" && chmod -R u+w "$tmp/foo"
+sed -i 's/"LlamaForCausalLM"/"FooForCausalLM"/' "$tmp/foo/config.json"
+fails_with "unsupported architecture" "unsupported architecture 'FooForCausalLM'.*supported: LlamaForCausalLM" \
+  "$THINTENSOR" run "$tmp/foo" --prompt "1 2 3" --device cpu --no-fallback
 fails_with "not a model" "not a .thin archive" "$THINTENSOR" run "$ts/config.json" --prompt hi --device cpu
 fails_with "missing model" "no such model file or directory" "$THINTENSOR" run "$tmp/nope.thin" --prompt hi
 finish

@@ -94,11 +94,11 @@ check "fallback: said loudly" grep -q "FALLING BACK to Hugging Face transformers
 check "fallback: names the architecture" grep -q "unsupported architecture 'TestOnlyMixtralForCausalLM'" "$tmp/fb.err"
 fails_with "--no-fallback" "unknown_moe/config.json: unsupported architecture 'TestOnlyMixtralForCausalLM' \\(supported: LlamaForCausalLM.*--no-fallback" \
   "$THINTENSOR" run "$tmp/unknown_moe" -p "1 2" -n 4 --temperature 0 --no-fallback
-fails_with "fallback without python names both causes" "unsupported architecture 'Gemma4ForCausalLM'.*fallback failed: $tmp/nopython: not found" \
-  env THINTENSOR_PYTHON="$tmp/nopython" "$THINTENSOR" run "$F/gemma4_text" -p "1 2" -n 4 --temperature 0
+fails_with "fallback without python names both causes" "unsupported architecture 'TestOnlyMixtralForCausalLM'.*fallback failed: $tmp/nopython: not found" \
+  env THINTENSOR_PYTHON="$tmp/nopython" "$THINTENSOR" run "$tmp/unknown_moe" -p "1 2" -n 4 --temperature 0
 if ! $PY -c 'import torch' 2>/dev/null; then
-  fails_with "fallback without torch names both causes" "unsupported architecture 'Gemma4ForCausalLM'.*fallback failed: torch is not installed" \
-    env -u THINTENSOR_HF_HELPER THINTENSOR_PYTHON=$PY "$THINTENSOR" run "$F/gemma4_text" -p "1 2" -n 4 --temperature 0
+  fails_with "fallback without torch names both causes" "unsupported architecture 'TestOnlyMixtralForCausalLM'.*fallback failed: torch is not installed" \
+    env -u THINTENSOR_HF_HELPER THINTENSOR_PYTHON=$PY "$THINTENSOR" run "$tmp/unknown_moe" -p "1 2" -n 4 --temperature 0
 fi
 check "the helper generated once (the unknown MoE), referenced three times (llama full, quick; TinyStories)" \
   [ "$(grep -c '^generate' "$tmp/helper.log")" -eq 1 -a "$(grep -c '^reference' "$tmp/helper.log")" -eq 3 ]

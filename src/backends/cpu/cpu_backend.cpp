@@ -28,23 +28,25 @@ public:
         : spec_(spec_from_json(a.metadata()["spec"])), w_(bind_weights(a, spec_)), pool_(opt.n_threads),
           rope_(make_rope_table(spec_.rope)), rope_local_(make_rope_table(spec_.rope_local)) {
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
-        const size_t kv = size_t(n_ctx_) * size_t(spec_.kv_dim());
         k_cache_.resize(size_t(spec_.n_layers));
         v_cache_.resize(size_t(spec_.n_layers));
         delta_.resize(size_t(spec_.n_layers));
         for (int il = 0; il < spec_.n_layers; ++il) {
+            // A KV-shared layer (Gemma 4) reads another layer's cache and keeps none.
             if (spec_.has_kv(il)) {
+                const size_t kv = size_t(n_ctx_) * size_t(spec_.layer_kv_dim(il));
                 k_cache_[size_t(il)].assign(kv, 0.0f);
                 v_cache_[size_t(il)].assign(kv, 0.0f);
-            } else {
+            } else if (spec_.is_delta_net(il)) {
                 init_delta_layer(il);
             }
         }
         // note: transformers multiplies embeddings by embed_scale held in the weights' dtype, so a
-        // bf16 Gemma scales by sqrt(hidden) rounded to bf16.
-        embed_scale_ = spec_.embed_scale;
-        if (w_.token_embd->dtype == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
-        if (w_.token_embd->dtype == DType::f16) embed_scale_ = f16_to_f32(f32_to_f16(embed_scale_));
+        // bf16 Gemma scales by sqrt(hidden) rounded to bf16 (Gemma 4's per-layer table likewise,
+        // by sqrt(per_layer_dim) in its dtype).
+        embed_scale_ = in_dtype(spec_.embed_scale, w_.token_embd->dtype);
+        if (spec_.per_layer_dim > 0)
+            per_layer_embed_scale_ = in_dtype(float(std::sqrt(double(spec_.per_layer_dim))), w_.per_layer_token_embd->dtype);
     }
 
     std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
@@ -61,6 +63,17 @@ public:
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
 
 private:
+    static float in_dtype(float v, DType dt) {
+        if (dt == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+        if (dt == DType::f16) return f16_to_f32(f32_to_f16(v));
+        return v;
+    }
+    // Gemma 4: the per-layer inputs of n tokens whose scaled embeddings are x [n, hidden]:
+    // out [n, n_layers * per_layer_dim] (transformers' get_per_layer_inputs + project_per_layer_inputs).
+    void per_layer_inputs(std::span<const int32_t> tokens, const float* x, std::vector<float>& out);
+    // Gemma 4: x [n, hidden] += post_norm(proj(act(gate(x)) * input)), input layer il's slice of
+    // the per-layer inputs `pli` (Gemma4TextDecoderLayer.forward after the MLP).
+    void add_per_layer_input(const LayerWeights& L, int il, const std::vector<float>& pli, int n, float* x);
     // out[t] = down(act(gate(x[t])) * up(x[t])) for t < n: the gated MLP of a dense layer, of an
     // expert and of a shared expert. x is [n, hidden]; biases may be null.
     void mlp(const float* x, int n, const TensorView& gate, const TensorView& up, const TensorView& down,
@@ -90,9 +103,10 @@ private:
     ThreadPool pool_;
     RopeTable rope_, rope_local_;
     float embed_scale_ = 1.0f;
+    float per_layer_embed_scale_ = 1.0f;
     int n_ctx_ = 0;
     int n_past_ = 0;
-    std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * kv_dim] (attention layers)
+    std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * layer kv_dim] (layers with a KV cache)
     std::vector<DeltaLayer> delta_;                       // [layer] (DeltaNet layers)
     StateCheckpoints checkpoints_;                        // the positions rewind() can return to
     std::vector<float> logits_;
@@ -166,6 +180,9 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
         cpu::read_row(*w_.token_embd, id, &x[size_t(t) * size_t(H)]);
         for (int i = 0; i < H; ++i) x[size_t(t) * size_t(H) + size_t(i)] *= embed_scale_;
     }
+    // Gemma 4: per_layer_inputs = self.project_per_layer_inputs(inputs_embeds, self.get_per_layer_inputs(input_ids))
+    std::vector<float> pli;
+    if (s.per_layer_dim > 0) per_layer_inputs(tokens, x.data(), pli);
 
     for (int il = 0; il < s.n_layers; ++il) {
         const LayerWeights& L = w_.layers[size_t(il)];
@@ -195,6 +212,13 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
             float* xt = &x[size_t(t) * size_t(H)];
             for (int i = 0; i < H; ++i) xt[i] += ot[i];
         }
+        if (s.per_layer_dim > 0) add_per_layer_input(L, il, pli, n, x.data());
+        if (s.layer_scalar) {
+            // Gemma 4: hidden_states *= self.layer_scalar
+            float scalar = 0.0f;
+            cpu::read_row(*L.layer_scalar, 0, &scalar);
+            for (float& xi : x) xi *= scalar;
+        }
     }
     n_past_ += n;
 
@@ -213,22 +237,33 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
 
 void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n, float* out) {
     const ModelSpec& s = spec_;
-    const int Q = s.q_dim(), KV = s.kv_dim(), HD = s.head_dim;
+    const LayerSpec& ls = s.layers[size_t(il)];
+    const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il), HD = s.layer_head_dim(il);
+    const int n_heads = s.layer_n_heads(il), n_kv_heads = s.layer_n_kv_heads(il);
     const size_t un = size_t(n);
-    std::vector<float> q(un * size_t(Q)), k(un * size_t(KV)), v(un * size_t(KV)), att(un * size_t(Q)), gate;
+    std::vector<float> q(un * size_t(Q)), k, v, att(un * size_t(Q)), gate;
     const bool sliding = s.sliding(il);
     const RopeTable& rope = sliding ? rope_local_ : rope_;
+    // Gemma 4: a KV-shared layer attends over the cache its source layer filled earlier in this pass.
+    const bool own_kv = s.has_kv(il);
+    const int kv_il = s.kv_layer(il);
 
     // q/k/v = self.q_proj(hidden_states) ...
-    cpu::linear(pool_, x, n, *L.wk, L.bk, k.data());
-    cpu::linear(pool_, x, n, *L.wv, L.bv, v.data());
+    if (own_kv) {
+        k.resize(un * size_t(KV));
+        v.resize(un * size_t(KV));
+        cpu::linear(pool_, x, n, *L.wk, L.bk, k.data());
+        // Gemma 4 attention_k_eq_v: value_states = key_states, the raw projection (before k_norm and RoPE)
+        if (ls.k_eq_v) v = k;
+        else cpu::linear(pool_, x, n, *L.wv, L.bv, v.data());
+    }
     if (s.attn_output_gate) {
         // Qwen3.5: query_states, gate = torch.chunk(self.q_proj(hidden_states).view(..., -1, head_dim * 2), 2)
         std::vector<float> qg(un * size_t(2 * Q));
         cpu::linear(pool_, x, n, *L.wq, L.bq, qg.data());
         gate.resize(un * size_t(Q));
         for (size_t t = 0; t < un; ++t)
-            for (int hh = 0; hh < s.n_heads; ++hh) {
+            for (int hh = 0; hh < n_heads; ++hh) {
                 const float* src = &qg[t * size_t(2 * Q) + size_t(hh * 2 * HD)];
                 std::copy_n(src, HD, &q[t * size_t(Q) + size_t(hh * HD)]);
                 std::copy_n(src + HD, HD, &gate[t * size_t(Q) + size_t(hh * HD)]);
@@ -238,45 +273,99 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n,
     }
     for (int t = 0; t < n; ++t) {
         const int pos = n_past_ + t;
-        for (int hh = 0; hh < s.n_heads; ++hh) {
+        for (int hh = 0; hh < n_heads; ++hh) {
             float* qh = &q[size_t(t) * size_t(Q) + size_t(hh * HD)];
             // Qwen3/Gemma3: query_states = self.q_norm(q.view(hidden_shape)), per head
             if (s.qk_norm) cpu::rmsnorm(qh, *L.q_norm, s.norm_weight_offset, s.norm_eps, qh, HD);
             // apply_rotary_pos_emb(q, k, cos, sin)
             apply_rope(qh, pos, rope);
         }
-        for (int hh = 0; hh < s.n_kv_heads; ++hh) {
+        if (!own_kv) continue;
+        for (int hh = 0; hh < n_kv_heads; ++hh) {
             float* kh = &k[size_t(t) * size_t(KV) + size_t(hh * HD)];
             if (s.qk_norm) cpu::rmsnorm(kh, *L.k_norm, s.norm_weight_offset, s.norm_eps, kh, HD);
             apply_rope(kh, pos, rope);
+            // Gemma 4: value_states = self.v_norm(value_states), no weight
+            if (s.v_norm) {
+                float* vh = &v[size_t(t) * size_t(KV) + size_t(hh * HD)];
+                cpu::rmsnorm_unweighted(vh, s.norm_eps, vh, HD);
+            }
         }
         // past_key_values.update(key_states, value_states, layer_idx)
         std::copy_n(&k[size_t(t) * size_t(KV)], KV, &k_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
         std::copy_n(&v[size_t(t) * size_t(KV)], KV, &v_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
     }
     // attn_output = softmax(q k^T * scaling + causal/sliding mask) v, with GQA (repeat_kv)
-    const int group = s.n_heads / s.n_kv_heads;
+    const int group = n_heads / n_kv_heads;
+    const float* kc = k_cache_[size_t(kv_il)].data();
+    const float* vc = v_cache_[size_t(kv_il)].data();
     auto attend = [&](size_t b, size_t e) {
         std::vector<float> scores(size_t(n_past_ + n));
         for (size_t job = b; job < e; ++job) {
-            const int t = int(job / size_t(s.n_heads)), hh = int(job % size_t(s.n_heads));
+            const int t = int(job / size_t(n_heads)), hh = int(job % size_t(n_heads));
             const int pos = n_past_ + t;
             // note: a sliding layer sees the last `sliding_window` keys, itself included
             // (transformers' sliding_window_overlay: kv_idx > q_idx - window).
             const int first = sliding ? std::max(0, pos - s.sliding_window + 1) : 0;
-            cpu::attend_head(&q[size_t(t) * size_t(Q) + size_t(hh * HD)], k_cache_[size_t(il)].data(),
-                             v_cache_[size_t(il)].data(), KV, (hh / group) * HD, HD, first, pos, s.attn_scale,
-                             s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
+            cpu::attend_head(&q[size_t(t) * size_t(Q) + size_t(hh * HD)], kc, vc, KV, (hh / group) * HD, HD, first, pos,
+                             s.attn_scale, s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
         }
     };
-    const uint64_t attn_work = uint64_t(n) * uint64_t(s.n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
-    if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(s.n_heads));  // small: stay on this thread
-    else pool_.parallel_for(un * size_t(s.n_heads), attend);
+    const uint64_t attn_work = uint64_t(n) * uint64_t(n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
+    if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(n_heads));  // small: stay on this thread
+    else pool_.parallel_for(un * size_t(n_heads), attend);
     // Qwen3.5: attn_output = attn_output * torch.sigmoid(gate)
     if (s.attn_output_gate)
         for (size_t i = 0; i < att.size(); ++i) att[i] *= cpu::sigmoid(gate[i]);
     // attn_output = self.o_proj(attn_output)
     cpu::linear(pool_, att.data(), n, *L.wo, L.bo, out);
+}
+
+void CpuBackend::per_layer_inputs(std::span<const int32_t> tokens, const float* x, std::vector<float>& out) {
+    const ModelSpec& s = spec_;
+    const int n = int(tokens.size()), P = s.per_layer_dim, LP = s.n_layers * P;
+    out.resize(size_t(n) * size_t(LP));
+    std::vector<float> row(static_cast<size_t>(LP));
+    // per_layer_projection = self.per_layer_model_projection(inputs_embeds) * hidden_size ** -0.5
+    cpu::linear(pool_, x, n, *w_.per_layer_model_proj, nullptr, out.data());
+    const float proj_scale = float(1.0 / std::sqrt(double(s.hidden_dim)));
+    const float input_scale = float(1.0 / std::sqrt(2.0));  // per_layer_input_scale = 2 ** -0.5
+    for (int t = 0; t < n; ++t) {
+        const int32_t id = tokens[size_t(t)];
+        if (id >= s.per_layer_vocab)
+            fail("token id {} is outside the per-layer embedding's vocabulary of {}", id, s.per_layer_vocab);
+        // get_per_layer_inputs: self.embed_tokens_per_layer(input_ids), scaled by sqrt(per_layer_dim)
+        cpu::read_row(*w_.per_layer_token_embd, id, row.data());
+        for (int l = 0; l < s.n_layers; ++l) {
+            float* p = &out[size_t(t) * size_t(LP) + size_t(l * P)];
+            for (int i = 0; i < P; ++i) p[i] *= proj_scale;
+            // per_layer_projection = self.per_layer_projection_norm(per_layer_projection), over P
+            cpu::rmsnorm(p, *w_.per_layer_proj_norm, s.norm_weight_offset, s.norm_eps, p, P);
+            // (per_layer_projection + per_layer_inputs) * self.per_layer_input_scale
+            for (int i = 0; i < P; ++i) p[i] = (p[i] + row[size_t(l * P + i)] * per_layer_embed_scale_) * input_scale;
+        }
+    }
+}
+
+void CpuBackend::add_per_layer_input(const LayerWeights& L, int il, const std::vector<float>& pli, int n, float* x) {
+    const ModelSpec& s = spec_;
+    const int H = s.hidden_dim, P = s.per_layer_dim, LP = s.n_layers * P;
+    std::vector<float> g(size_t(n) * size_t(P)), o(size_t(n) * size_t(H));
+    // hidden_states = self.act_fn(self.per_layer_input_gate(hidden_states)) * per_layer_input
+    cpu::linear(pool_, x, n, *L.per_layer_gate, nullptr, g.data());
+    for (int t = 0; t < n; ++t)
+        for (int i = 0; i < P; ++i) {
+            float& gi = g[size_t(t) * size_t(P) + size_t(i)];
+            gi = (s.activation == Activation::silu ? cpu::silu(gi) : cpu::gelu_tanh(gi)) * pli[size_t(t) * size_t(LP) + size_t(il * P + i)];
+        }
+    // hidden_states = self.post_per_layer_input_norm(self.per_layer_projection(hidden_states)); residual + it
+    cpu::linear(pool_, g.data(), n, *L.per_layer_proj, nullptr, o.data());
+    for (int t = 0; t < n; ++t) {
+        float* ot = &o[size_t(t) * size_t(H)];
+        cpu::rmsnorm(ot, *L.per_layer_post_norm, s.norm_weight_offset, s.norm_eps, ot, H);
+        float* xt = x + size_t(t) * size_t(H);
+        for (int i = 0; i < H; ++i) xt[i] += ot[i];
+    }
 }
 
 void CpuBackend::delta_net(const LayerWeights& L, int il, const float* x, int n, float* out) {

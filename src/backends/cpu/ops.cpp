@@ -50,6 +50,13 @@ void rmsnorm_f32(const float* x, const float* w, float weight_offset, float eps,
     for (int i = 0; i < n; ++i) y[i] = x[i] * inv * (w[i] + weight_offset);
 }
 
+void rmsnorm_unweighted(const float* x, float eps, float* y, int n) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+    const float inv = 1.0f / std::sqrt(ss / float(n) + eps);
+    for (int i = 0; i < n; ++i) y[i] = x[i] * inv;
+}
+
 void rmsnorm(const float* x, const TensorView& w, float weight_offset, float eps, float* y, int n) {
     TT_ASSERT(w.numel() == n, "norm weight {} has {} elements, expected {}", w.name, w.numel(), n);
     std::vector<float> wf(static_cast<size_t>(n));

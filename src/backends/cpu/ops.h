@@ -20,6 +20,8 @@ void linear(ThreadPool& pool, const float* x, int n_tokens, const TensorView& w,
 void rmsnorm(const float* x, const TensorView& w, float weight_offset, float eps, float* y, int n);
 // Same, with an f32 weight vector (used for tests and when weights were widened already).
 void rmsnorm_f32(const float* x, const float* w, float weight_offset, float eps, float* y, int n);
+// y = x / sqrt(mean(x^2) + eps), no weight (Gemma 4's v_norm: Gemma4RMSNorm(with_scale=False)).
+void rmsnorm_unweighted(const float* x, float eps, float* y, int n);
 
 float silu(float x);
 float gelu_tanh(float x);
