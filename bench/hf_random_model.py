@@ -10,6 +10,8 @@ measure transformers' speed only (a benchmark that makes the checkpoint while ot
 CPU, and times transformers once the machine is quiet).
 SHAPE: llama3-8b | qwen3-0.6b | qwen3-30b-a3b-16l (Qwen3-30B-A3B with 16 of its 48 layers, ~21 GB)
        | qwen3.5-0.8b (Qwen3.5-0.8B's text model: [3 Gated DeltaNet + 1 gated attention] x 6)
+       | gemma4-e2b (Gemma-4-E2B's text model: per-layer inputs, [4 sliding + 1 full] x 7, the last
+         20 layers sharing KV, head_dim 256 / 512, double-wide MLPs in the shared layers)
 
 note: transformers 5.x holds a MoE layer's experts fused in memory (mlp.experts.gate_up_proj
 [E, 2*I, H], gate rows first, and mlp.experts.down_proj [E, H, I]; conversion_mapping.py maps the
@@ -38,7 +40,25 @@ SHAPES = {
         eos_token_id=151645),
     "qwen3-30b-a3b-16l": lambda: qwen3_moe_config(num_hidden_layers=16),
     "qwen3.5-0.8b": lambda: qwen3_5_config(),
+    "gemma4-e2b": lambda: gemma4_e2b_config(),
 }
+
+
+def gemma4_e2b_config():
+    """google/gemma-4-E2B's text_config (transformers' gemma4 conversion script, variant gemma-4-e2b;
+    head_dim 256 and global_head_dim 512 are the config's defaults, per_layer_config derived from
+    them). The vocabulary is 262,145: the Gemma 3 tokenizer in ../shared, the nearest real one, has
+    that many entries (llama.cpp refuses a file whose vocabulary and tokenizer differ)."""
+    from transformers import Gemma4TextConfig
+    cfg = Gemma4TextConfig(
+        hidden_size=1536, hidden_size_per_layer_input=256, intermediate_size=4 * 1536, num_hidden_layers=35,
+        layer_types=(["sliding_attention"] * 4 + ["full_attention"]) * 7, num_attention_heads=8,
+        num_key_value_heads=1, attention_k_eq_v=False, num_kv_shared_layers=20, use_double_wide_mlp=True,
+        final_logit_softcapping=30.0, vocab_size=262145, vocab_size_per_layer_input=262145,
+        rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+    cfg.architectures = ["Gemma4ForCausalLM"]
+    return cfg
 
 
 def qwen3_5_config():

@@ -16,7 +16,7 @@ mkdir -p .carry/shared/fixtures/hf-tiny .carry/shared/models/stories260K
 source tests/gpu/fixtures.sh
 for m in $GPU_FIXTURES; do cp -r ../shared/fixtures/hf-tiny/$m .carry/shared/fixtures/hf-tiny/; done
 cp -r ../shared/models/tinystories-656k .carry/shared/models/
-mkdir -p .carry/shared/tokenizers && cp -r ../shared/tokenizers/qwen3 .carry/shared/tokenizers/  # tests/gpu/qwen3_5.sh's chat model
+mkdir -p .carry/shared/tokenizers && cp -r ../shared/tokenizers/qwen3 ../shared/tokenizers/gemma3 .carry/shared/tokenizers/  # tests/gpu/qwen3_5.sh's chat model; bench/gemma4_cpu_check.sh
 cp -r ../shared/models/stories260K/hf ../shared/models/stories260K/tok512.bin .carry/shared/models/stories260K/
 strip .carry/bin/thintensor .carry/bin/gpu_tests
 # Binaries and libraries travel xz-compressed (a third of their size); run.sh unpacks them.
