@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #18 on the GPU machine's CPU (one device call, up to ~10 min: --suite full on the CPU
-# reference took longer than 300 s on 2026-12-01): a random-weight Gemma-4-E2B-shaped checkpoint made by transformers (bench/hf_random_model.py gemma4-e2b: per-layer inputs, 35 layers
-# of [4 sliding + 1 full] x 7, the last 20 sharing KV, head_dim 256 / 512, double-wide MLPs),
+# reference took longer than 300 s on 2026-12-01): a random-weight Gemma-4-E2B-shaped checkpoint
+# made by transformers (bench/hf_random_model.py gemma4-e2b: per-layer inputs, 35 layers of
+# [4 sliding + 1 full] x 7, the last 20 sharing KV, head_dim 256 / 512, double-wide MLPs),
 # converted to .thin (bf16) and held, on the CPU reference, to
 #   - transformers' f32 arithmetic on the same weights over a 64-token prompt (validate --reference), and
 #   - live transformers in float32 (validate --hf-model --suite full: its long prompt is 2 x 512 + 64
