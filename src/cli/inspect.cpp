@@ -4,12 +4,14 @@
 #include "format/archive.h"
 #include "model/archive_spec.h"
 #include "model/model_spec.h"
+#include "model/weight_quant.h"
 #include "runtime/profile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <map>
+#include <set>
 #include <memory>
 
 namespace {
@@ -46,16 +48,38 @@ nlohmann::json experts_json(const tt::Archive& a, const tt::ModelSpec& s) {
 int run(const Opts& o) {
     const tt::Archive a = tt::Archive::open(o.path);
     const tt::ModelSpec s = tt::spec_from_archive(a);
+    const auto& meta = a.metadata();
+    // Quantized matrices count under their scheme ("int8", "int4"), their scales tensors with them.
+    std::set<std::string> scales;
+    std::map<std::string, std::string> scheme_of;  // scales tensor -> its matrix's scheme
+    std::map<int, size_t> int4_groups;             // group size -> INT4 matrices
+    for (const auto& jt : meta["tensors"])
+        if (jt.contains("quant")) {
+            scales.insert(jt["quant"]["scales"].get<std::string>());
+            scheme_of[jt["quant"]["scales"].get<std::string>()] = jt["quant"]["scheme"].get<std::string>();
+        }
     std::map<std::string, std::pair<size_t, uint64_t>> by_dtype;
     uint64_t total = 0, params = 0;
     for (const auto& t : a.tensors()) {
-        auto& e = by_dtype[std::string(tt::dtype_name(t.view.dtype))];
-        e.first += 1;
+        const bool is_scales = scales.count(t.view.name) > 0;
+        const std::string key = t.view.quant != tt::QuantScheme::none ? std::string(tt::quant_scheme_name(t.view.quant))
+                                : is_scales                           ? scheme_of[t.view.name]
+                                                                      : std::string(tt::dtype_name(t.view.dtype));
+        auto& e = by_dtype[key];
+        e.first += is_scales ? 0 : 1;
         e.second += t.view.nbytes;
         total += t.view.nbytes;
-        params += uint64_t(t.view.numel());
+        if (!is_scales) params += uint64_t(t.view.numel());
+        if (t.view.quant == tt::QuantScheme::int4) ++int4_groups[t.view.group_size];
     }
-    const auto& meta = a.metadata();
+    const tt::QuantScheme stored = tt::archive_quant_scheme(a);
+    std::string quant_line = "floating point as stored (--profile max-performance / max-max-perf quantize at load)";
+    if (stored != tt::QuantScheme::none) {
+        quant_line = fmt::format("{} body projections", tt::quant_scheme_label(stored));
+        for (const auto& [g, n] : int4_groups) quant_line += fmt::format(", {} in groups of {}", n, g);
+        quant_line += s.tied_embeddings ? "; head INT8 at load (tied to the float embedding)" : "; head INT8";
+        quant_line += fmt::format("; runs under --profile {}", stored == tt::QuantScheme::int8 ? "max-performance" : "max-max-perf");
+    }
     const std::string tok_kind(tt::tokenizer_kind_name(tt::tokenizer_kind_of(a)));
     if (o.json) {
         nlohmann::json j;
@@ -73,7 +97,9 @@ int run(const Opts& o) {
         j["generation"] = meta.value("generation", nlohmann::json::object());
         j["provenance"] = meta.value("provenance", nlohmann::json::object());
         j["profile"] = tt::profile_name(tt::Profile::balanced);
-        j["profiles"] = {"safe", "balanced"};
+        j["profiles"] = tt::k_profile_names;
+        j["quant"] = {{"scheme", tt::quant_scheme_name(stored)}, {"summary", quant_line}};
+        for (const auto& [g, n] : int4_groups) j["quant"]["int4_group_sizes"][std::to_string(g)] = n;
         if (o.tensors) j["tensors"] = meta["tensors"];
         fmt::print("{}\n", j.dump(2));
         return 0;
@@ -138,6 +164,7 @@ int run(const Opts& o) {
     if (s.final_softcap > 0) fmt::print("logits       soft-capped at {:g}\n", s.final_softcap);
     // note: the archive fixes no profile; run/bench/validate pick one with --profile.
     fmt::print("profile      {} (default; --profile safe for f32 activations everywhere)\n", tt::profile_name(tt::Profile::balanced));
+    fmt::print("weights      {}\n", quant_line);
     fmt::print("tokens       bos {}  eos [{}]\n", s.bos_token_id, fmt::join(s.eos_token_ids, ", "));
     std::string files;
     for (const auto& f : a.files()) files += fmt::format(" {} ({})", f.name, tt::format_bytes(double(f.nbytes)));
@@ -170,7 +197,8 @@ int run(const Opts& o) {
     if (o.tensors) {
         fmt::print("tensors:\n");
         for (const auto& t : a.tensors())
-            fmt::print("  {:<32} {:<5} {:<14} offset {:>12}  xxh3 {:016x}\n", t.view.name, tt::dtype_name(t.view.dtype),
+            fmt::print("  {:<32} {:<5} {:<14} offset {:>12}  xxh3 {:016x}\n", t.view.name,
+                       t.view.quant != tt::QuantScheme::none ? tt::quant_scheme_name(t.view.quant) : tt::dtype_name(t.view.dtype),
                        tt::shape_str(t.view.shape), t.offset, t.xxh3);
     }
     return 0;

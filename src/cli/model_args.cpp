@@ -66,8 +66,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
     const int cap = max_threads();
     sub.add_option("--threads", a.threads, fmt::format("CPU threads, 1 to {} (default: all cores)", cap))
         ->check(int_in(1, cap, fmt::format("between 1 and {} (4 x the {} hardware threads)", cap, cap / 4)));
-    sub.add_option("--profile", a.profile, "Numerical profile: balanced (fast, default) or safe (f32 activations everywhere)")
-        ->check(CLI::IsMember({"safe", "balanced"}));
+    sub.add_option("--profile", a.profile,
+                   "Numerical profile: balanced (fast, default), safe (f32 activations everywhere), max-performance (INT8 "
+                   "weights) or max-max-perf (INT4 weights); docs/QUANTIZATION.md")
+        ->check(CLI::IsMember({"safe", "balanced", "max-performance", "max-max-perf"}));
     sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)")
         ->check(byte_budget("--vram-budget"));
     sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)")
@@ -130,12 +132,17 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
     BackendOptions bo;
     std::string why;
     bo.device = a.device.empty() ? default_device(spec, &why) : a.device;
+    bo.profile = parse_profile(a.profile);
+    if (a.device.empty() && bo.device != "cpu")
+        if (std::string r = quant_unsupported_reason(bo.device, *archive, bo.profile); !r.empty()) {
+            why = std::move(r);
+            bo.device = "cpu";
+        }
     if (a.device.empty())
         log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);
     if (a.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", a.context, spec.max_context);
     bo.n_threads = a.threads;
-    bo.profile = parse_profile(a.profile);
     if (!a.vram_budget.empty()) bo.vram_budget = parse_byte_size(a.vram_budget, "--vram-budget");
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
     bo.expert_slots = a.expert_slots;

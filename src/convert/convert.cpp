@@ -1,5 +1,7 @@
 #include "convert/convert.h"
 
+#include "model/weight_quant.h"
+
 #include "convert/finite_check.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -241,6 +243,12 @@ std::optional<DType> parse_convert_dtype(const std::string& s) {
     fail("--dtype: '{}' is not one of auto, bf16, f16, f32", s);
 }
 
+QuantScheme parse_convert_quant(const std::string& s) {
+    const auto q = quant_scheme_from_name(s);
+    if (!q) fail("--quant: unknown scheme '{}' (choose none, int8 or int4)", s);
+    return *q;
+}
+
 ConvertResult convert_hf(const std::string& src, const std::string& out_path, const ConvertOptions& opt) {
     const auto t0 = std::chrono::steady_clock::now();
     const fs::path dir(src);
@@ -265,6 +273,14 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
 
     std::vector<TensorPlan> plan = plan_tensors(spec);
     choose_expert_layouts(ck, plan, src);
+    if (opt.quant == QuantScheme::int4 && !int4_group_size_allowed(opt.group_size))
+        fail("--group-size {}: INT4 groups are 32, 64 or 128 weights", opt.group_size);
+    // Every quantized matrix's rows must split into whole groups, checked before a byte is written.
+    for (const auto& p : plan)
+        if (const QuantScheme q = role_quant_scheme(p.role, opt.quant); q != QuantScheme::none)
+            if (const std::string e = quant_layout_error(q, p.shape.back(), opt.group_size); !e.empty())
+                fail("--quant {} --group-size {}: tensor '{}' {}: {}", quant_scheme_name(opt.quant), opt.group_size, p.name,
+                     shape_str(p.shape), e);
 
     // Check everything before writing a byte: missing tensors, shapes, dtypes.
     uint64_t total_in = 0;
@@ -362,6 +378,26 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
             log::warn("{}: tensor '{}' has {}; converting anyway (--allow-nonfinite)", ck.where[p.hf_name], p.hf_name, what);
             if (r.nonfinite_tensors.empty() || r.nonfinite_tensors.back() != p.hf_name) r.nonfinite_tensors.push_back(p.hf_name);
         }
+        if (const QuantScheme q = role_quant_scheme(p.role, opt.quant); q != QuantScheme::none) {
+            // Cast to --dtype first, then quantize those values: the blocks a load-time quantized
+            // archive of that dtype computes (model/weight_quant.h).
+            std::vector<uint8_t> cast;
+            const void* qsrc = src_ptr;
+            if (out_dtype != t.dtype) {
+                cast.resize(numel * dtype_size(out_dtype));
+                convert_floats(src_ptr, t.dtype, cast.data(), out_dtype, numel);
+                qsrc = cast.data();
+            }
+            const QuantizedMatrix m = quantize_matrix(pool, qsrc, out_dtype, p.shape[0], p.shape[1], q, opt.group_size,
+                                                      fmt::format("{}: tensor '{}'", ck.where[p.hf_name], p.hf_name));
+            w.add_quantized(p.name, quant_scales_name(p.name), q, opt.group_size, p.shape, m.q.data(), m.scales.data());
+            progress.add(numel * dtype_size(t.dtype));
+            r.bytes_read += numel * dtype_size(t.dtype);
+            ++r.n_tensors;
+            ++r.dtypes[std::string(quant_scheme_name(q))];
+            r.quantized = true;
+            continue;
+        }
         w.add_tensor(p.name, out_dtype, p.shape, src_ptr, t.dtype, [&](uint64_t n) {
             progress.add(n);
             r.bytes_read += n;
@@ -373,7 +409,7 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
 
     nlohmann::json meta;
     meta["format"] = "thintensor";
-    meta["format_version"] = k_thin_version;
+    meta["format_version"] = r.quantized ? k_thin_version : k_thin_min_version;  // as the header's
     meta["spec"] = spec_to_json(spec);
     meta["generation"] = generation;
     meta["tokenizer"] = {{"kind", tok.kind}};
@@ -382,6 +418,10 @@ ConvertResult convert_hf(const std::string& src, const std::string& out_path, co
                           {"converter", std::string("thintensor ") + THINTENSOR_VERSION},
                           {"created", format_utc_iso8601()},
                           {"dtype", opt.dtype ? std::string(dtype_name(*opt.dtype)) : "auto"}};
+    if (r.quantized) {
+        meta["quant"] = {{"scheme", quant_scheme_name(opt.quant)}, {"head", "int8"}};
+        if (opt.quant == QuantScheme::int4) meta["quant"]["group_size"] = opt.group_size;
+    }
     w.finish(std::move(meta));
     progress.finish();
     if (!r.nonfinite_tensors.empty())

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <map>
 #include <optional>
@@ -21,6 +22,11 @@ struct ConvertOptions {
     std::optional<DType> dtype;   // nullopt = "auto": keep each tensor's stored float type
     std::string tokenizer_path;   // attach this tokenizer (tokenizer.json or llama2.c .bin) instead
     bool allow_nonfinite = false; // convert NaN/Inf weights (and f16 overflows) with a warning
+    // --quant: store the body's projections in this scheme and the head in INT8 (model/weight_quant.h);
+    // the other tensors in `dtype`. The matrices are cast to `dtype` first and quantized from
+    // that, exactly as a `dtype` archive is quantized at load.
+    QuantScheme quant = QuantScheme::none;
+    int32_t group_size = k_int4_default_group;  // --group-size (int4)
 };
 
 struct ConvertResult {
@@ -33,7 +39,11 @@ struct ConvertResult {
     int tokenizer_vocab = 0;      // the tokenizer's vocab_size(), 0 without one
     std::vector<std::string> nonfinite_tensors;  // converted anyway (allow_nonfinite)
     double seconds = 0;
+    bool quantized = false;       // some tensor is stored quantized (a version 2 archive)
 };
+
+// Parses "none", "int8", "int4" (throws on anything else, naming --quant).
+QuantScheme parse_convert_quant(const std::string& s);
 
 // Parses "auto", "bf16", "f16", "f32" (throws on anything else, naming the flag).
 std::optional<DType> parse_convert_dtype(const std::string& s);

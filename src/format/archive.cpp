@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 
 namespace tt {
@@ -52,6 +53,50 @@ std::string get_str(const nlohmann::json& j, const char* key, const std::string&
     return j[key].get<std::string>();
 }
 
+// A quantized tensor's "quant" object (docs/FORMAT.md, version 2): its scheme and group size; the
+// name of its scales tensor is resolved by link_scales() once every tensor is read.
+void parse_quant(const nlohmann::json& jq, uint32_t version, const std::string& path, const std::string& what, TensorView& v) {
+    if (version < 2) fail("{}: corrupt metadata: {} is quantized in a version {} archive", path, what, version);
+    const std::string name = get_str(jq, "scheme", path, what + "'s quant");
+    const auto scheme = quant_scheme_from_name(name);
+    if (!scheme || *scheme == QuantScheme::none)
+        fail("{}: {} has unknown quantization scheme '{}' (archive written by a newer ThinTensor?)", path, what, name);
+    v.quant = *scheme;
+    const DType want = *scheme == QuantScheme::int8 ? DType::i8 : DType::u8;
+    if (v.dtype != want)
+        fail("{}: {}: {} values are stored as {}, found dtype {}", path, what, quant_scheme_label(*scheme), dtype_name(want),
+             dtype_name(v.dtype));
+    if (v.shape.size() != 2) fail("{}: {}: a quantized tensor is a matrix, found shape {}", path, what, shape_str(v.shape));
+    if (*scheme == QuantScheme::int4) {
+        const uint64_t g = get_u64(jq, "group_size", path, what + "'s quant");
+        v.group_size = g <= 1024 ? int32_t(g) : 0;
+    }
+    if (const std::string e = quant_layout_error(*scheme, v.shape[1], v.group_size); !e.empty()) fail("{}: {}: {}", path, what, e);
+}
+
+// Points each quantized tensor at its scales tensor: f32, [rows] (int8) or [rows, cols / group] (int4).
+void link_scales(Parsed& p, const std::string& path) {
+    std::map<std::string, const ArchiveTensor*, std::less<>> by_name;
+    for (const auto& t : p.tensors) by_name.emplace(t.view.name, &t);
+    size_t i = 0;
+    for (const auto& jt : p.meta["tensors"]) {
+        ArchiveTensor& t = p.tensors[i++];
+        if (t.view.quant == QuantScheme::none) continue;
+        const std::string what = fmt::format("tensor '{}'", t.view.name);
+        const std::string sname = get_str(jt["quant"], "scales", path, what + "'s quant");
+        auto it = by_name.find(sname);
+        if (it == by_name.end()) fail("{}: {}: its scales tensor '{}' is missing", path, what, sname);
+        const TensorView& sv = it->second->view;
+        const Shape want = t.view.quant == QuantScheme::int8
+                               ? Shape{t.view.shape[0]}
+                               : Shape{t.view.shape[0], quant_row_scales(t.view.quant, t.view.shape[1], t.view.group_size)};
+        if (sv.dtype != DType::f32 || sv.shape != want || sv.quant != QuantScheme::none)
+            fail("{}: {}: scales tensor '{}' must be f32 {}, found {} {}", path, what, sname, shape_str(want),
+                 dtype_name(sv.dtype), shape_str(sv.shape));
+        t.view.scales = reinterpret_cast<const float*>(sv.data);
+    }
+}
+
 Parsed parse_image(const uint8_t* data, size_t size, const std::string& path) {
     Parsed p;
     if (size < k_thin_header_size)
@@ -59,9 +104,9 @@ Parsed parse_image(const uint8_t* data, size_t size, const std::string& path) {
     std::memcpy(&p.header, data, sizeof p.header);
     const ThinHeader& h = p.header;
     if (std::memcmp(h.magic, k_thin_magic, 8) != 0) fail("{}: not a .thin archive (bad magic)", path);
-    if (h.version != k_thin_version)
-        fail("{}: archive format version {} is not supported (this build reads version {}); re-convert the model",
-             path, h.version, k_thin_version);
+    if (h.version < k_thin_min_version || h.version > k_thin_version)
+        fail("{}: archive format version {} is not supported (this build reads versions {} to {}); re-convert the model",
+             path, h.version, k_thin_min_version, k_thin_version);
     if (h.header_size != k_thin_header_size) fail("{}: corrupt header: header size {}", path, h.header_size);
     if (h.file_size != size)
         fail("{}: truncated or extended archive: header records {} bytes, file has {}", path, h.file_size, size);
@@ -98,16 +143,24 @@ Parsed parse_image(const uint8_t* data, size_t size, const std::string& path) {
         if (jt.contains("block") && !jt["block"].is_string()) fail("{}: corrupt metadata: {} has a bad block", path, what);
         t.block = jt.value("block", "");
         uint64_t numel;
-        if (!checked_numel(t.view.shape, numel) || numel > UINT64_MAX / dtype_size(*dt) ||
-            numel * dtype_size(*dt) != t.view.nbytes)
+        if (jt.contains("quant")) {
+            parse_quant(jt["quant"], h.version, path, what, t.view);
+            const uint64_t rows = uint64_t(t.view.shape[0]), row_bytes = quant_row_bytes(t.view.quant, t.view.shape[1]);
+            if (rows > UINT64_MAX / row_bytes || rows * row_bytes != t.view.nbytes)
+                fail("{}: {}: {} bytes do not match {} and shape {}", path, what, t.view.nbytes,
+                     quant_scheme_label(t.view.quant), shape_str(t.view.shape));
+        } else if (!checked_numel(t.view.shape, numel) || numel > UINT64_MAX / dtype_size(*dt) ||
+                   numel * dtype_size(*dt) != t.view.nbytes) {
             fail("{}: {}: {} bytes do not match dtype {} and shape {}", path, what, t.view.nbytes, dtype_name(*dt),
                  shape_str(t.view.shape));
+        }
         if (!in_range(t.offset, t.view.nbytes, d0, d1) || t.offset % k_thin_align != 0)
             fail("{}: {} at offset {} (+{} bytes) lies outside the data section (truncated or corrupt archive)", path,
                  what, t.offset, t.view.nbytes);
         t.view.data = data + t.offset;
         p.tensors.push_back(std::move(t));
     }
+    link_scales(p, path);
     for (const auto& jb : p.meta["blocks"]) {
         ArchiveBlock b;
         b.name = get_str(jb, "name", path, "a block entry");
@@ -247,6 +300,26 @@ uint64_t ArchiveWriter::add_tensor(const std::string& name, DType dtype, const S
     return nbytes;
 }
 
+uint64_t ArchiveWriter::add_quantized(const std::string& name, const std::string& scales_name, QuantScheme scheme,
+                                      int32_t group_size, const Shape& shape, const uint8_t* q, const float* scales) {
+    TT_ASSERT(scheme != QuantScheme::none && shape.size() == 2);
+    TT_ASSERT(quant_layout_error(scheme, shape[1], group_size).empty());
+    const int64_t rows = shape[0], cols = shape[1];
+    const DType storage = scheme == QuantScheme::int8 ? DType::i8 : DType::u8;
+    // The values go in as a flat byte tensor of the storage dtype; the entry then takes the
+    // logical shape and the quant object.
+    const uint64_t qbytes = uint64_t(rows) * quant_row_bytes(scheme, cols);
+    uint64_t n = add_tensor(name, storage, Shape{int64_t(qbytes)}, q, storage);
+    nlohmann::json& e = tensors_.back();
+    e["shape"] = shape;
+    e["quant"] = {{"scheme", quant_scheme_name(scheme)}, {"scales", scales_name}};
+    if (scheme == QuantScheme::int4) e["quant"]["group_size"] = group_size;
+    const Shape sshape = scheme == QuantScheme::int8 ? Shape{rows} : Shape{rows, quant_row_scales(scheme, cols, group_size)};
+    n += add_tensor(scales_name, DType::f32, sshape, scales, DType::f32);
+    quantized_ = true;
+    return n;
+}
+
 void ArchiveWriter::add_file(const std::string& name, std::string_view bytes) {
     end_block();
     align();
@@ -265,7 +338,7 @@ void ArchiveWriter::finish(nlohmann::json meta) {
     const std::string text = meta.dump();
     ThinHeader h{};
     std::memcpy(h.magic, k_thin_magic, 8);
-    h.version = k_thin_version;
+    h.version = quantized_ ? k_thin_version : k_thin_min_version;
     h.header_size = uint32_t(k_thin_header_size);
     h.data_offset = k_thin_header_size;
     h.data_size = data_end - k_thin_header_size;

@@ -26,7 +26,10 @@
 namespace tt {
 
 inline constexpr char k_thin_magic[8] = {'T', 'H', 'I', 'N', 'T', 'N', 'S', 'R'};
-inline constexpr uint32_t k_thin_version = 1;
+// Version 2 adds quantized tensors (docs/FORMAT.md); an archive without any is still written as
+// version 1, so builds before quantization keep reading float archives.
+inline constexpr uint32_t k_thin_version = 2;
+inline constexpr uint32_t k_thin_min_version = 1;
 inline constexpr uint64_t k_thin_align = 4096;
 inline constexpr uint64_t k_thin_header_size = 4096;
 
@@ -113,6 +116,10 @@ public:
     // Returns the bytes written.
     uint64_t add_tensor(const std::string& name, DType dtype, const Shape& shape, const void* src, DType src_dtype,
                         const std::function<void(uint64_t)>& on_progress = {});
+    // Writes a quantized matrix of logical shape [rows, cols] (core/quant.h): its values q as tensor
+    // `name` and its f32 scales as tensor `scales_name`, in the current block. Returns the bytes.
+    uint64_t add_quantized(const std::string& name, const std::string& scales_name, QuantScheme scheme, int32_t group_size,
+                           const Shape& shape, const uint8_t* q, const float* scales);
     void add_file(const std::string& name, std::string_view bytes);
     // Writes the metadata (meta + the tensor/file/block tables), the header, and renames into place.
     void finish(nlohmann::json meta);
@@ -128,6 +135,7 @@ private:
     uint64_t block_start_ = 0;
     uint64_t block_end_ = 0;
     std::map<std::string, bool> names_;
+    bool quantized_ = false;  // any quantized tensor: the header says version 2
 };
 
 }  // namespace tt

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/quant.h"
 
 #include <cstdint>
 #include <string>
@@ -17,6 +18,12 @@ struct TensorView {
     Shape shape;
     const uint8_t* data = nullptr;  // points into a MappedFile; valid while its owner lives
     uint64_t nbytes = 0;
+    // A quantized matrix (core/quant.h): `shape` is the logical [rows, cols], `dtype` the storage
+    // (i8 for int8, u8 for int4's packed nibbles), `data`/`nbytes` the quantized values and
+    // `scales` its f32 scales ([rows] or [rows, cols / group_size]), owned by the same owner.
+    QuantScheme quant = QuantScheme::none;
+    int32_t group_size = 0;         // int4 only
+    const float* scales = nullptr;
 
     int64_t numel() const {
         int64_t n = 1;

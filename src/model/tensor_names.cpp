@@ -294,3 +294,11 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
 }
 
 }  // namespace tt
+
+namespace tt {
+std::string quant_scales_name(std::string_view weight_name) {
+    constexpr std::string_view suffix = ".weight";
+    TT_ASSERT(weight_name.ends_with(suffix), "{} is not a weight", weight_name);
+    return std::string(weight_name.substr(0, weight_name.size() - suffix.size())) + ".scales";
+}
+}  // namespace tt

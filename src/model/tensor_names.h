@@ -115,3 +115,9 @@ std::string_view hf_skipped_part(std::string_view hf_name);
 std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);
 
 }  // namespace tt
+
+namespace tt {
+// The archive name of a quantized matrix's scales tensor: "blk.3.attn_q.weight" -> "blk.3.attn_q.scales"
+// (docs/FORMAT.md, version 2).
+std::string quant_scales_name(std::string_view weight_name);
+}  // namespace tt

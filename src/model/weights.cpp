@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include "core/error.h"
+#include "model/weight_quant.h"
 
 namespace tt {
 
@@ -75,7 +76,10 @@ ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
         if (!t) fail("{}: missing tensor '{}' ({} needs it)", a.path(), p.name, spec.hf_architecture);
         if (t->view.shape != p.shape)
             fail("{}: tensor '{}': expected shape {}, found {}", a.path(), p.name, shape_str(p.shape), shape_str(t->view.shape));
-        if (!dtype_is_float(t->view.dtype))
+        if (t->view.quant != QuantScheme::none && !role_quantizable(p.role))
+            fail("{}: tensor '{}' is stored as {}, but it stays in floating point in every profile (docs/QUANTIZATION.md)",
+                 a.path(), p.name, quant_scheme_label(t->view.quant));
+        if (t->view.quant == QuantScheme::none && !dtype_is_float(t->view.dtype))
             fail("{}: tensor '{}': expected a float dtype, found {}", a.path(), p.name, dtype_name(t->view.dtype));
         if (t->block != p.block)
             fail("{}: tensor '{}' is stored in block '{}', expected '{}'", a.path(), p.name, t->block, p.block);
@@ -84,5 +88,7 @@ ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
     if (spec.tied_embeddings) w.output = w.token_embd;
     return w;
 }
+
+const TensorView*& weight_slot(ModelWeights& w, const TensorPlan& p) { return *slot(w, p.role, p.layer, p.expert); }
 
 }  // namespace tt

@@ -75,7 +75,10 @@ struct ModelWeights {
     std::vector<LayerWeights> layers;
 };
 
-// Throws tt::Error naming the archive and the tensor on a missing tensor or a dtype/shape mismatch.
+// Throws tt::Error naming the archive and the tensor on a missing tensor or a dtype/shape mismatch
+// (a quantized tensor is accepted only in a role model/weight_quant.h lets be quantized).
 ModelWeights bind_weights(const Archive& archive, const ModelSpec& spec);
+// The field of `w` that holds the tensor of plan entry p (load-time quantization rebinds it).
+const TensorView*& weight_slot(ModelWeights& w, const TensorPlan& p);
 
 }  // namespace tt

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "format/archive.h"
 #include "model/model_spec.h"
+#include "model/weight_quant.h"
 #include "runtime/sampler.h"
 
 #include <fmt/format.h>
@@ -63,8 +64,20 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
     return d;
 }
 
+std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile) {
+    if (device == "cpu") return {};
+    const QuantScheme asked = profile_weight_scheme(profile), stored = archive_quant_scheme(archive);
+    if (asked == QuantScheme::none && stored == QuantScheme::none) return {};
+    const std::string who = device == "host" ? "the host decode path" : "the CUDA backend";
+    if (asked != QuantScheme::none)
+        return fmt::format("{} does not run {} weights yet (--profile {})", who, quant_scheme_label(asked), profile_name(profile));
+    return fmt::format("{} does not run {} weights yet ({} stores them)", who, quant_scheme_label(stored), archive.path());
+}
+
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
+    if (const std::string why = quant_unsupported_reason(opt.device, archive, opt.profile); !why.empty())
+        fail("--device {}: {}; use --device cpu", opt.device, why);
     if (opt.device == "host")
         if (const std::string why = host_unsupported_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
             fail("--device host: {}: {}; use --device {}", archive.path(), why,

@@ -10,6 +10,7 @@ namespace tt {
 ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bool reference_f32) {
     ParityThresholds t;
     t.max_abs_diff = INFINITY;  // logit scales differ between models; cosine and KL are scale-aware
+    if (profile_weight_scheme(profile) != QuantScheme::none) return reference_file_thresholds(profile, false);
     if (archive_f32 && reference_f32) {
         t.min_cosine = profile == Profile::safe ? 0.99999 : 0.9999;
         t.max_mean_kl = profile == Profile::safe ? 1e-4 : 1e-3;
@@ -17,6 +18,26 @@ ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bo
         t.min_cosine = 0.999;
         t.max_mean_kl = 1e-2;
     }
+    return t;
+}
+
+ParityThresholds reference_file_thresholds(Profile profile, bool strict) {
+    ParityThresholds t;
+    t.max_abs_diff = INFINITY;
+    t.max_mean_kl = INFINITY;
+    switch (profile_weight_scheme(profile)) {
+    case QuantScheme::int8:
+        t.min_cosine = 0.999;
+        t.max_mean_kl = 1e-3;
+        return t;
+    case QuantScheme::int4:
+        t.min_cosine = 0.97;
+        t.max_mean_kl = 0.05;
+        return t;
+    case QuantScheme::none: break;
+    }
+    t.min_cosine = strict ? 0.99999 : 0.999;
+    if (strict) t.max_abs_diff = 1e-3;
     return t;
 }
 

@@ -21,8 +21,17 @@ struct ParityThresholds {
 // Both f32: safe 0.99999 / 1e-4, balanced 0.9999 / 1e-3 (min cosine / mean KL). Anything in bf16
 // on either side: 0.999 / 1e-2, for both profiles: the bf16 rounding of the weights or of the
 // reference's own activations, not ThinTensor's arithmetic, then dominates (the ../shared fixtures'
-// bf16 logits are at cosine 0.9998 from their f32 ones).
+// bf16 logits are at cosine 0.9998 from their f32 ones). The quantized profiles: their
+// reference_file_thresholds (below).
 ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bool reference_f32);
+
+// `validate --reference FILE`'s default bounds. Float profiles: strict (an f32 archive against
+// logits_f32) min cosine 0.99999 and max |delta logit| 1e-3, else min cosine 0.999; no KL bound.
+// Quantized profiles (against the f32 logits; the quantization error dominates whatever the
+// archive's float dtype): max-performance (INT8) min cosine 0.999, mean KL 1e-3; max-max-perf
+// (INT4, groups of 32) min cosine 0.97, mean KL 0.05; max |delta logit| unchecked. Measured on
+// TinyStories-656K and the hf-tiny fixtures: docs/QUANTIZATION.md.
+ParityThresholds reference_file_thresholds(Profile profile, bool strict);
 
 // A bf16 reference carries its own rounding. When transformers also computed the same weights in
 // float32, a prompt that misses the cosine or KL bound against the bf16 reference still passes on

@@ -7,9 +7,27 @@ namespace tt {
 Profile parse_profile(const std::string& name) {
     if (name == "safe") return Profile::safe;
     if (name == "balanced") return Profile::balanced;
-    fail("--profile '{}': unknown profile (choose safe or balanced)", name);
+    if (name == "max-performance") return Profile::max_performance;
+    if (name == "max-max-perf") return Profile::max_max_perf;
+    fail("--profile '{}': unknown profile (choose safe, balanced, max-performance or max-max-perf)", name);
 }
 
-const char* profile_name(Profile p) { return p == Profile::safe ? "safe" : "balanced"; }
+const char* profile_name(Profile p) {
+    switch (p) {
+    case Profile::safe: return "safe";
+    case Profile::balanced: return "balanced";
+    case Profile::max_performance: return "max-performance";
+    case Profile::max_max_perf: return "max-max-perf";
+    }
+    TT_ASSERT(false);
+}
+
+QuantScheme profile_weight_scheme(Profile p) {
+    switch (p) {
+    case Profile::max_performance: return QuantScheme::int8;
+    case Profile::max_max_perf: return QuantScheme::int4;
+    default: return QuantScheme::none;
+    }
+}
 
 }  // namespace tt

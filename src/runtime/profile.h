@@ -1,17 +1,27 @@
 // Numerical profiles: what a backend may trade for speed. `safe` keeps f32 activations, f32
 // accumulation and f32 softmax everywhere (weights and KV cache stay as stored) and takes no
 // risky fusions; `balanced` is the fast default (e.g. the CUDA prefill feeds bf16 activations to
-// tensor-core GEMMs, as transformers' bf16 run does). Quantized profiles come later.
+// tensor-core GEMMs, as transformers' bf16 run does); `max-performance` runs the body's
+// projections in INT8 and `max-max-perf` in INT4 (groups of 32), both with an INT8 head
+// (model/weight_quant.h, docs/QUANTIZATION.md), quantized at load from a float archive or read as
+// stored from a `convert --quant` one.
 #pragma once
+
+#include "core/quant.h"
 
 #include <string>
 
 namespace tt {
 
-enum class Profile { safe, balanced };
+enum class Profile { safe, balanced, max_performance, max_max_perf };
 
-// "safe" / "balanced"; throws tt::Error listing the profiles for anything else.
+// "safe" / "balanced" / "max-performance" / "max-max-perf"; throws tt::Error listing the profiles
+// for anything else.
 Profile parse_profile(const std::string& name);
 const char* profile_name(Profile p);
+// The weight scheme of the body's projections the profile asks for (none: the weights as stored).
+QuantScheme profile_weight_scheme(Profile p);
+// Every profile's name, for help texts and `inspect`.
+inline constexpr const char* k_profile_names[] = {"safe", "balanced", "max-performance", "max-max-perf"};
 
 }  // namespace tt

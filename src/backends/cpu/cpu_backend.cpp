@@ -8,6 +8,7 @@
 #include "backends/cpu/moe.h"
 #include "backends/cpu/ops.h"
 #include "core/error.h"
+#include "model/weight_quant.h"
 #include "model/weights.h"
 #include "runtime/rope.h"
 #include "runtime/state_checkpoints.h"
@@ -27,6 +28,9 @@ public:
     CpuBackend(const Archive& a, const BackendOptions& opt)
         : spec_(spec_from_json(a.metadata()["spec"])), w_(bind_weights(a, spec_)), pool_(opt.n_threads),
           rope_(make_rope_table(spec_.rope)), rope_local_(make_rope_table(spec_.rope_local)) {
+        // A quantized profile: the body's projections in INT8/INT4 (model/weight_quant.h).
+        quant_ = quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
+                                  profile_name(opt.profile), w_, pool_);
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
         k_cache_.resize(size_t(spec_.n_layers));
         v_cache_.resize(size_t(spec_.n_layers));
@@ -101,6 +105,7 @@ private:
     ModelSpec spec_;
     ModelWeights w_;
     ThreadPool pool_;
+    QuantizedWeights quant_;  // load-time quantized copies that w_ points into (quantized profiles)
     RopeTable rope_, rope_local_;
     float embed_scale_ = 1.0f;
     float per_layer_embed_scale_ = 1.0f;

@@ -10,6 +10,13 @@ namespace tt::cpu {
 
 void read_row(const TensorView& t, int64_t row, float* out) {
     const int64_t cols = t.shape.size() > 1 ? t.shape[1] : t.shape[0];
+    // A quantized matrix dequantizes exactly as core/quant.h defines it (q * scale in f32), so
+    // linear() on it is the float product with the dequantized weights.
+    if (t.quant != QuantScheme::none) {
+        dequantize_row(t.quant, t.group_size, t.data + uint64_t(row) * quant_row_bytes(t.quant, cols),
+                       t.scales + row * quant_row_scales(t.quant, cols, t.group_size), cols, out);
+        return;
+    }
     to_f32(t.data + uint64_t(row * cols) * dtype_size(t.dtype), t.dtype, out, size_t(cols));
 }
 

@@ -1,6 +1,7 @@
 // The CPU reference operators, f32 accumulation throughout. The CPU backend's forward pass is built
 // from these, and the CUDA kernels are tested against them (tests/gpu/). Weights arrive in their
-// stored dtype (f32/f16/bf16) and are widened row by row as they are read.
+// stored dtype (f32/f16/bf16), or quantized (INT8/INT4, core/quant.h), and are widened (dequantized)
+// row by row as they are read.
 #pragma once
 
 #include "core/dtype.h"
@@ -26,7 +27,7 @@ void rmsnorm_unweighted(const float* x, float eps, float* y, int n);
 float silu(float x);
 float gelu_tanh(float x);
 
-// Reads one row of a [rows, cols] tensor as f32.
+// Reads one row of a [rows, cols] tensor as f32 (dequantized when the tensor is quantized).
 void read_row(const TensorView& t, int64_t row, float* out);
 
 // Causal attention for one query head at position q_pos over cached keys/values.
