@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "model/weight_quant.h"
 #include "runtime/plan.h"
 #include "runtime/sampler.h"
 
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -170,11 +172,21 @@ int run(Opts o) {
 
     const ModelSpec& s = m.spec;
     uint64_t weight_bytes = 0, embd_bytes = 0, expert_bytes = 0;
+    // A quantized profile reads its matrices quantized (model/weight_quant.h): counted as such,
+    // also where the archive stores them in float and the backend quantized them at load.
+    const QuantScheme body = profile_weight_scheme(parse_profile(o.model.profile));
+    std::map<std::string, Role, std::less<>> roles;
+    for (const TensorPlan& p : plan_tensors(s)) roles.emplace(p.name, p.role);
     for (const auto& t : m.archive->tensors()) {
-        weight_bytes += t.view.nbytes;
-        if (t.view.name == "token_embd.weight") embd_bytes = t.view.nbytes;
-        if (t.block.find(".expert.") != std::string::npos) expert_bytes += t.view.nbytes;
+        const auto role = roles.find(t.view.name);
+        const uint64_t nb = role == roles.end() ? t.view.nbytes : run_nbytes(t.view, role->second, body, k_int4_default_group);
+        weight_bytes += nb;
+        if (t.view.name == "token_embd.weight") embd_bytes = nb;
+        if (t.block.find(".expert.") != std::string::npos) expert_bytes += nb;
     }
+    // Tied and quantized: the head is an INT8 copy of the float embedding, which then reads one row.
+    const bool head_copy = s.tied_embeddings && (body != QuantScheme::none || archive_quant_scheme(*m.archive) != QuantScheme::none);
+    if (head_copy) weight_bytes += run_nbytes(m.archive->tensor("token_embd.weight").view, Role::output, QuantScheme::int8, 0);
     const size_t elem = dtype_size(m.archive->tensors().front().view.dtype);
     // Decode reads every weight once, except the embedding table (one row) unless it doubles as
     // the output head; plus the visible K and V rows of every layer.
@@ -182,7 +194,7 @@ int run(Opts o) {
     // A mixture of experts reads top_k of each MoE layer's n_experts: the active bytes.
     const uint64_t inactive_expert_bytes =
         s.has_moe() ? expert_bytes - expert_bytes / uint64_t(s.moe.n_experts) * uint64_t(s.moe.top_k) : 0;
-    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings ? 0 : embd_bytes - row_bytes) - inactive_expert_bytes;
+    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings && !head_copy ? 0 : embd_bytes - row_bytes) - inactive_expert_bytes;
     auto kv_bytes_at = [&](int ctx) {
         uint64_t b = 0;
         for (int il = 0; il < s.n_layers; ++il) {

@@ -99,11 +99,14 @@ void dequantize_row(QuantScheme scheme, int64_t group_size, const uint8_t* q, co
         return;
     }
     TT_ASSERT(scheme == QuantScheme::int4);
-    for (int64_t c = 0; c < cols; c += 2) {
-        const float s = scales[c / group_size];  // a group has an even size: c and c + 1 share it
-        const uint8_t b = q[c / 2];
-        out[c] = float(int(b & 15) - 8) * s;
-        out[c + 1] = float(int(b >> 4) - 8) * s;
+    for (int64_t g = 0; g < cols / group_size; ++g) {
+        const float s = scales[g];
+        const uint8_t* qg = q + g * group_size / 2;
+        float* og = out + g * group_size;
+        for (int64_t j = 0; j < group_size / 2; ++j) {
+            og[2 * j] = float(int(qg[j] & 15) - 8) * s;
+            og[2 * j + 1] = float(int(qg[j] >> 4) - 8) * s;
+        }
     }
 }
 

@@ -97,6 +97,13 @@ QuantizedWeights quantize_weights(const std::string& path, const ModelSpec& spec
     return out;
 }
 
+uint64_t run_nbytes(const TensorView& t, Role role, QuantScheme body, int32_t group_size) {
+    const QuantScheme q = role_quant_scheme(role, body);
+    if (q == QuantScheme::none || t.quant != QuantScheme::none || t.shape.size() != 2) return t.nbytes;
+    const int64_t rows = t.shape[0], cols = t.shape[1];
+    return uint64_t(rows) * (quant_row_bytes(q, cols) + 4 * uint64_t(quant_row_scales(q, cols, group_size)));
+}
+
 QuantScheme archive_quant_scheme(const Archive& a) {
     QuantScheme s = QuantScheme::none;
     for (const auto& t : a.tensors()) {

@@ -54,6 +54,11 @@ private:
 QuantizedWeights quantize_weights(const std::string& archive_path, const ModelSpec& spec, QuantScheme body,
                                   int32_t group_size, const std::string& profile, ModelWeights& w, ThreadPool& pool);
 
+// Bytes a tensor of this role occupies when it runs with body scheme `body`: its stored bytes, or
+// for a float matrix that a quantized profile quantizes at load, those of its values and scales
+// (what a decode step then reads; bench's roofline counts these).
+uint64_t run_nbytes(const TensorView& t, Role role, QuantScheme body, int32_t group_size);
+
 // The scheme an archive's body is stored in: int4 when any tensor is INT4, else int8 when any is
 // INT8 (the head of an INT4 archive is), else none.
 QuantScheme archive_quant_scheme(const Archive& a);

@@ -13,6 +13,9 @@ if [ ! -x "$bin" ]; then
 fi
 "$bin" -q convert "$shared/fixtures/hf-tiny/qwen2" --dtype bf16 --out "$corpus/seed_qwen2_bf16.thin"
 "$bin" -q convert "$shared/fixtures/hf-tiny/gemma3_text" --dtype f16 --out "$corpus/seed_gemma3_f16.thin"
+# Format version 2: quantized tensors and their scales tensors (docs/FORMAT.md).
+"$bin" -q convert "$shared/fixtures/hf-tiny/qwen2" --dtype bf16 --quant int4 --out "$corpus/seed_qwen2_int4.thin"
+"$bin" -q convert "$shared/fixtures/hf-tiny/llama" --dtype bf16 --quant int8 --out "$corpus/seed_llama_int8.thin"
 "$bin" -q convert "$shared/models/stories260K/hf" --dtype bf16 \
   --tokenizer "$shared/models/stories260K/tok512.bin" --out "$corpus/seed_stories260K.thin"
 # A small hand-made archive (3 data pages: two tensors in two blocks and one embedded file) with
