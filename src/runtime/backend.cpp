@@ -65,7 +65,7 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
 }
 
 std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile) {
-    if (device == "cpu") return {};
+    if (device != "host" && device.rfind("cuda", 0) != 0) return {};  // cpu; an unknown device is make_backend's error
     const QuantScheme asked = profile_weight_scheme(profile), stored = archive_quant_scheme(archive);
     if (asked == QuantScheme::none && stored == QuantScheme::none) return {};
     const std::string who = device == "host" ? "the host decode path" : "the CUDA backend";

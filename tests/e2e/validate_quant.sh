@@ -74,5 +74,10 @@ refuses "host decode path, quantized profile" "--device host: the host decode pa
   "$THINTENSOR" -q validate "$tmp/llama.thin" --reference "$src/reference.safetensors" --device host --profile max-performance
 refuses "host decode path, INT8 archive" "--device host: the host decode path does not run INT8 weights yet \(.*llama.q8.thin stores them\); use --device cpu" \
   "$THINTENSOR" -q validate "$tmp/llama.q8.thin" --reference "$src/reference.safetensors" --device host
+refuses "plan, quantized profile" "the planner places float weights in GPU memory; quantized weights \(--profile max-max-perf\) run only on the CPU" \
+  "$THINTENSOR" -q plan "$tmp/ts.thin" --profile max-max-perf
+check "inspect --json int8" "$THINTENSOR" inspect "$tmp/ts.q8.thin" --json
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['quant']['scheme'] == 'int8' and j['format_version'] == 2 and 'max-max-perf' in j['profiles'], j['quant']" "$tmp/out" \
+  && pass=$((pass+1)) || { echo "FAILED: inspect --json shows no INT8 scheme"; failed=$((failed+1)); }
 echo "validate_quant: $pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "format/archive.h"
 #include "model/weight_quant.h"
+#include "runtime/parity.h"
 #include "test_convert_util.h"
 
 #include <gtest/gtest.h>
@@ -305,4 +306,34 @@ TEST(Quant, ProfileTheArchiveCannotProvideIsAnError) {
     EXPECT_NE(quant_unsupported_reason("host", f, Profile::max_max_perf).find("does not run INT4 weights yet (--profile max-max-perf)"),
               std::string::npos);
     EXPECT_EQ(quant_unsupported_reason("cpu", f, Profile::max_max_perf), "");
+}
+
+TEST(Quant, ProfilesAndTheirBounds) {
+    EXPECT_EQ(parse_profile("max-performance"), Profile::max_performance);
+    EXPECT_EQ(parse_profile("max-max-perf"), Profile::max_max_perf);
+    EXPECT_THROW(parse_profile("max-speed"), Error);
+    EXPECT_EQ(profile_weight_scheme(Profile::balanced), QuantScheme::none);
+    EXPECT_EQ(profile_weight_scheme(Profile::max_performance), QuantScheme::int8);
+    EXPECT_EQ(profile_weight_scheme(Profile::max_max_perf), QuantScheme::int4);
+    // The bounds docs/QUANTIZATION.md derives from the measurements, whatever the archive's dtype.
+    for (bool strict : {false, true}) {
+        const ParityThresholds q8 = reference_file_thresholds(Profile::max_performance, strict);
+        EXPECT_EQ(q8.min_cosine, 0.999);
+        EXPECT_EQ(q8.max_mean_kl, 1e-3);
+        const ParityThresholds q4 = reference_file_thresholds(Profile::max_max_perf, strict);
+        EXPECT_EQ(q4.min_cosine, 0.97);
+        EXPECT_EQ(q4.max_mean_kl, 0.05);
+        EXPECT_TRUE(std::isinf(q4.max_abs_diff));
+    }
+    EXPECT_EQ(reference_file_thresholds(Profile::balanced, true).min_cosine, 0.99999);
+    EXPECT_EQ(reference_file_thresholds(Profile::balanced, true).max_abs_diff, 1e-3);
+    EXPECT_TRUE(std::isinf(reference_file_thresholds(Profile::balanced, false).max_mean_kl));
+    EXPECT_EQ(default_parity_thresholds(Profile::max_max_perf, true, true).max_mean_kl, 0.05);
+    // The policy: body projections take the profile's scheme, the head INT8, the rest stay float.
+    EXPECT_EQ(role_quant_scheme(Role::attn_q, QuantScheme::int4), QuantScheme::int4);
+    EXPECT_EQ(role_quant_scheme(Role::output, QuantScheme::int4), QuantScheme::int8);
+    EXPECT_EQ(role_quant_scheme(Role::token_embd, QuantScheme::int8), QuantScheme::none);
+    EXPECT_EQ(role_quant_scheme(Role::moe_router, QuantScheme::int8), QuantScheme::none);
+    EXPECT_EQ(role_quant_scheme(Role::attn_norm, QuantScheme::int8), QuantScheme::none);
+    EXPECT_EQ(role_quant_scheme(Role::ffn_down, QuantScheme::none), QuantScheme::none);
 }
