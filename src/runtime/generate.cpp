@@ -35,6 +35,8 @@ Generation::Generation(const Tokenizer* tok, const GenerateOptions& opt, std::ve
     if (tok) decoder_ = std::make_unique<StreamDecoder>(*tok, /*skip_special_tokens=*/true);
 }
 
+Generation::~Generation() = default;
+
 bool Generation::accept(int32_t next, int n_past, int context_size, const std::function<void(std::string_view)>& on_text) {
     TT_ASSERT(!done());
     if (std::find(opt_.eos_ids.begin(), opt_.eos_ids.end(), next) != opt_.eos_ids.end()) {

@@ -50,6 +50,7 @@ public:
     // history: the context before the first sampled token (the repetition penalty's); the tokens
     // accepted are appended to it. Checks opt as generate() does (tt::Error naming the option).
     Generation(const Tokenizer* tokenizer, const GenerateOptions& opt, std::vector<int32_t> history);
+    ~Generation();
 
     // Takes the token sampled after the context; emits its text through on_text. Returns true
     // when it is to be fed and generation goes on, false when generation ended (stop_reason() says
