@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,8 @@ struct Opts {
     std::string alias, template_path;
     std::vector<std::string> vars;
 };
+
+constexpr int k_default_context = 4096;
 
 // The id clients see: --alias, else a Hub id as given, else the file or folder name.
 std::string model_id(const Opts& o) {
@@ -67,7 +70,9 @@ int serve(Opts o) {
     margs.model = fetch_model(o.model.model);
     cli::LoadedModel m = cli::load_model(margs, 0);
     if (!m.tokenizer) fail("{}: the model has no tokenizer; serve needs one (the API speaks text)", o.model.model);
-    m.create_backend(margs, m.spec.max_context, o.parallel);
+    // Without --ctx-size each slot holds up to 4096 positions (the model's maximum when smaller):
+    // N slots of a 128K-token cache would be N times the memory of the weights of a large model.
+    m.create_backend(margs, std::min(m.spec.max_context, k_default_context), o.parallel);
     Backend& backend = *m.backend;
     if (backend.max_sequences() < o.parallel)
         fail("--parallel {}: the {} backend holds {} sequence{} at a time (only the CPU backend, --device cpu, holds several); "
