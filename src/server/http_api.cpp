@@ -13,6 +13,10 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -123,6 +127,28 @@ void HttpApi::bind() {
     const int p = opt_.port == 0 ? svr_->bind_to_any_port(opt_.host) : (svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
     if (p < 0) fail("--host {} --port {}: cannot listen there (in use, or not an address of this machine)", opt_.host, opt_.port);
     port_ = p;
+    widen_backlog();
+}
+
+// note: Debian's libcpp-httplib is built with a listen backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+// compiled into the shared library) and exposes no listening socket. Eight clients connecting at
+// once overflow it, and the kernel drops the extra SYNs: those clients wait for their 1 s SYN
+// retransmit. listen() on a listening socket only updates its backlog, so we find ours (the
+// listening socket bound to our port) and give it the system's maximum.
+void HttpApi::widen_backlog() {
+    for (int fd = 0; fd < 4096; ++fd) {
+        int listening = 0;
+        socklen_t len = sizeof listening;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+        sockaddr_storage addr{};
+        socklen_t alen = sizeof addr;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+        const int bound = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                          : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                                       : -1;
+        if (bound == port_ && ::listen(fd, SOMAXCONN) == 0) return;
+    }
+    log::warn("could not widen the listen backlog of port {} (httplib's is 5): clients connecting in bursts may wait 1 s", port_);
 }
 
 void HttpApi::listen() { svr_->listen_after_bind(); }

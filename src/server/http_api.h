@@ -68,6 +68,7 @@ public:
 private:
     void routes();
     bool authorized(const std::string& header) const;
+    void widen_backlog();
 
     ServedModel model_;
     Scheduler& scheduler_;
