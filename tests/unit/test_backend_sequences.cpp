@@ -1,11 +1,14 @@
 // Sequence slots (Backend::max_sequences / select_sequence / decode_batch) on the CPU reference with
 // TinyStories-656K: a batched decode step gives, bit for bit, the logits each sequence gets alone;
 // sequences do not disturb each other; and the server's Scheduler, batching several requests over
-// two slots with its prefix cache, produces generate()'s tokens for each.
+// two slots with its prefix cache, produces generate()'s tokens for each. The same equality on the
+// tiny random fixtures of the other layer kinds: DeltaNet (recurrent state per sequence), Gemma 4
+// (KV sharing, per-layer inputs), sliding windows, mixture of experts.
 #include "backends/cpu/cpu_backend.h"
 #include "convert/convert.h"
 #include "core/error.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "runtime/generate.h"
 #include "server/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -20,21 +23,75 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// TinyStories-656K converted once into a folder removed at exit.
 const Archive& tinystories() {
-    static const std::string path = [] {
-        const fs::path dir = fs::temp_directory_path() / ("tt_sequences_" + std::to_string(::getpid()));
-        fs::create_directories(dir);
-        const std::string out = (dir / "ts.thin").string();
-        convert_hf(std::string(TT_SHARED_DIR) + "/models/tinystories-656k", out, ConvertOptions{});
-        return out;
-    }();
-    static const Archive a = Archive::open(path);
-    return a;
+    struct Converted {
+        fs::path dir = fs::temp_directory_path() / ("tt_sequences_" + std::to_string(::getpid()));
+        Archive archive;
+        Converted() : archive(convert_and_open(dir)) {}
+        ~Converted() {
+            std::error_code ec;
+            fs::remove_all(dir, ec);
+        }
+        static Archive convert_and_open(const fs::path& d) {
+            fs::create_directories(d);
+            const std::string out = (d / "ts.thin").string();
+            convert_hf(std::string(TT_SHARED_DIR) + "/models/tinystories-656k", out, ConvertOptions{});
+            return Archive::open(out);
+        }
+    };
+    static const Converted c;
+    return c.archive;
 }
 
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
 
+// Three sequences with prompts of different lengths, one batched step; each row must equal the
+// logits of the same step on a backend holding that sequence alone.
+void expect_batch_equals_alone(const Archive& a, int vocab, const std::string& what) {
+    BackendOptions opt;
+    opt.context = 64;
+    opt.n_sequences = 3;
+    opt.n_threads = 2;
+    auto batched = make_cpu_backend(a, opt);
+    opt.n_sequences = 1;
+    auto alone = make_cpu_backend(a, opt);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int s = 0; s < 3; ++s) {
+        std::vector<int32_t> p;
+        for (int t = 0; t < 2 + 3 * s; ++t) p.push_back(int32_t((7 + 13 * t + 31 * s) % vocab));
+        prompts.push_back(p);
+    }
+    for (int s = 0; s < 3; ++s) {
+        batched->select_sequence(s);
+        batched->forward(prompts[size_t(s)], false);
+    }
+    const std::vector<int> seqs = {1, 2, 0};
+    const std::vector<int32_t> next = {int32_t(3 % vocab), int32_t(5 % vocab), int32_t(9 % vocab)};
+    const std::vector<float> got = copy(batched->decode_batch(seqs, next));
+    const size_t n_vocab = got.size() / 3;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        alone->rewind(0);
+        alone->forward(prompts[size_t(seqs[i])], false);
+        const std::vector<float> want = copy(alone->forward(std::span<const int32_t>(&next[i], 1), false));
+        ASSERT_EQ(want.size(), n_vocab) << what;
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin() + std::ptrdiff_t(i * n_vocab))) << what << ": row " << i;
+    }
+}
+
 }  // namespace
+
+TEST(BackendSequences, BatchedDecodeOfEveryLayerKind) {
+    for (const char* name : {"qwen3_5_text", "gemma4_text", "gemma3_text", "qwen3_moe", "qwen3_5_moe_text"}) {
+        const fs::path dir = fs::temp_directory_path() / ("tt_sequences_fx_" + std::to_string(::getpid()));
+        fs::create_directories(dir);
+        const std::string out = (dir / (std::string(name) + ".thin")).string();
+        convert_hf(std::string(TT_SHARED_DIR) + "/fixtures/hf-tiny/" + name, out, ConvertOptions{});
+        const Archive a = Archive::open(out);
+        expect_batch_equals_alone(a, spec_from_archive(a).vocab_size, name);
+        fs::remove_all(dir);
+    }
+}
 
 TEST(BackendSequences, BatchedDecodeEqualsOneSequenceAtATime) {
     BackendOptions opt;
