@@ -164,10 +164,26 @@ for (let attempt = 0; attempt < 6 && cancelled === 0; attempt++) {
 check(cancelled >= 1, "a disconnect mid-stream cancels its generation (thintensor_requests_cancelled_total)");
 eq(await metric("thintensor_slots_busy"), 0, "after the disconnect no slot is busy");
 
-// ---- SIGTERM: stops and exits 0
+// ---- SIGTERM with two streams running: they end (cancelled, unless they finished first) with
+// [DONE], and serve exits 0
+const long = async (seed) => {
+  let finish = null, n = 0;
+  for await (const ch of await client.completions.create({ model: "tinystories", prompt: "Once", max_tokens: 400, temperature: 2, top_k: 0, min_p: 0, seed, stream: true })) {
+    if (n++ === 0) firstChunk();
+    if (ch.choices[0]?.finish_reason) finish = ch.choices[0].finish_reason;
+  }
+  return finish;
+};
+let firstChunk;
+const started = new Promise((r) => { firstChunk = r; });
+const streams = Promise.all([long(1), long(2)]);
+await started;
 server.kill("SIGTERM");
+const finishes = await streams;
+check(finishes.every((f) => ["cancelled", "stop", "length"].includes(f)), `streams running at SIGTERM end properly: ${finishes}`);
 const { code } = await exited;
 eq(code, 0, "serve exits 0 on SIGTERM");
+check(/SIGTERM: stopping/.test(log), "serve logs the SIGTERM");
 check(/GET \/health 200/.test(log) && /POST \/v1\/completions 200 prompt/.test(log), "one log line per request");
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
