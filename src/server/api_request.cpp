@@ -98,7 +98,12 @@ GenerationParams common_params(const Json& b, const SamplerConfig& defaults, boo
     if (const auto t = number(b, "presence_penalty", -2, 2)) p.sampling.presence_penalty = float(*t);
     if (const auto t = number(b, "frequency_penalty", -2, 2)) p.sampling.frequency_penalty = float(*t);
     if (const auto t = number(b, "repeat_penalty", 0, 100, /*lo_open=*/true)) p.sampling.repeat_penalty = float(*t);
-    if (const auto s = integer(b, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    // A seed is any 64-bit integer: OpenAI's are signed, run's --seed unsigned; -1 and 2^64-1 are
+    // the same generator state.
+    if (const Json* v = field(b, "seed"); v && v->is_number_unsigned()) {
+        p.sampling.seed = v->get<uint64_t>();
+        p.seed_given = true;
+    } else if (const auto s = integer(b, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
         p.sampling.seed = uint64_t(*s);
         p.seed_given = true;
     }

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <ctime>
 #include <random>
+#include <set>
 
 namespace tt::server {
 
@@ -187,7 +188,10 @@ void HttpApi::routes() {
     svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         const bool generation = req.path == "/v1/chat/completions" || req.path == "/v1/completions";
         if (generation && res.status == 200) return;
-        metrics_.request(req.path.size() < 64 && req.path.rfind("/", 0) == 0 ? req.path : "other", res.status);
+        // Known endpoints only: a label per path a client invents would grow the metrics without bound.
+        static const std::set<std::string> known = {"/health", "/metrics", "/v1/models", "/tokenize", "/detokenize",
+                                                     "/v1/chat/completions", "/v1/completions"};
+        metrics_.request(known.count(req.path) ? req.path : "other", res.status);
         log::info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);
     });
 

@@ -107,10 +107,12 @@ SchedulerGauges Scheduler::gauges() const {
 
 void Scheduler::loop() {
     for (;;) {
+        bool stopping = false;
         {
             std::unique_lock lock(mu_);
             cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy_ > 0; });
-            if (stopping_) {
+            stopping = stopping_;
+            if (stopping) {
                 for (auto& j : queue_) {
                     j->stop_reason = "cancelled";
                     j->finish();
@@ -118,11 +120,11 @@ void Scheduler::loop() {
                 queue_.clear();
             }
             admit(lock);
-            if (stopping_ && busy_ == 0) return;
+            if (stopping && busy_ == 0) return;
         }
         // Cancelled jobs leave first (a client that went away, or the server stopping).
         for (size_t s = 0; s < slots_.size(); ++s)
-            if (slots_[s].job && (slots_[s].job->cancelled() || stopping_)) {
+            if (slots_[s].job && (slots_[s].job->cancelled() || stopping)) {
                 slots_[s].generation->end("cancelled", [](std::string_view) {});
                 end_slot(int(s));
             }
@@ -150,6 +152,12 @@ void Scheduler::admit(std::unique_lock<std::mutex>& lock) {
         if (best < 0) return;
         std::shared_ptr<Job> j = queue_.front();
         queue_.pop_front();
+        if (j->cancelled()) {  // its client went away while it waited
+            j->stop_reason = "cancelled";
+            metrics_.cancelled();
+            j->finish();
+            continue;
+        }
         ++busy_;
         lock.unlock();
         Slot& sl = slots_[size_t(best)];

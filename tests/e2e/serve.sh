@@ -15,4 +15,11 @@ have=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"
 "$THINTENSOR" -q convert "$S/models/tinystories-656k" -o "$tmp/ts.thin"
 # A story template (the model has none): each message one line of the story, as in chat.sh.
 printf '%s' '{% for m in messages %}{{ m.content }}{{ "\n\n" if m.role == "system" else "\n" }}{% endfor %}' > "$tmp/story.jinja"
-timeout 300 node "$dir/openai_client.mjs" "$THINTENSOR" "$tmp/ts.thin" "$tmp/story.jinja" "$tmp"
+# Refusals before listening: a backend with one sequence names itself; flags out of range.
+fails_with "--parallel 2 on the host backend" "--parallel 2: the host .* holds 1 sequence at a time .*--device cpu" \
+  "$THINTENSOR" serve "$tmp/ts.thin" --device host --parallel 2 --port 0
+fails_with "--parallel 0" "--parallel" "$THINTENSOR" serve "$tmp/ts.thin" --parallel 0
+fails_with "--port 70000" "--port" "$THINTENSOR" serve "$tmp/ts.thin" --port 70000
+fails_with "--host that is not ours" "--host 203.0.113.7 --port 0: cannot listen there" "$THINTENSOR" serve "$tmp/ts.thin" --host 203.0.113.7 --port 0
+check "the OpenAI client's checks" timeout 300 node "$dir/openai_client.mjs" "$THINTENSOR" "$tmp/ts.thin" "$tmp/story.jinja" "$tmp"
+finish

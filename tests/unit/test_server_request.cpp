@@ -69,6 +69,17 @@ TEST(ServerRequest, ChatFieldsOverrideTheDefaults) {
     EXPECT_EQ(r.messages[1]["content"], "Hi there");
 }
 
+TEST(ServerRequest, SeedsAreAny64BitInteger) {
+    const auto seed = [](const std::string& v) {
+        return parse_chat_request(parse_body(R"({"messages": [{"role": "user", "content": "x"}], "seed": )" + v + "}"), defaults())
+            .params.sampling.seed;
+    };
+    EXPECT_EQ(seed("18446744073709551615"), 18446744073709551615u);  // run --seed's largest
+    EXPECT_EQ(seed("-1"), 18446744073709551615u);
+    EXPECT_EQ(seed("7"), 7u);
+    EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})").param, "seed");
+}
+
 TEST(ServerRequest, AbsentAndNullFieldsKeepTheDefaults) {
     const ChatRequest r = parse_chat_request(
         parse_body(R"({"messages": [{"role": "user", "content": "x"}], "temperature": null, "seed": null})"), defaults());
