@@ -366,6 +366,11 @@ void HttpApi::routes() {
                 st->a.tok = model_.tokenizer;
                 const bool include_usage = p.include_usage, logprobs = p.logprobs;
                 res.set_header("Cache-Control", "no-cache");
+                // note: a stream's connection is not kept alive. node-fetch (under the openai npm
+                // package v4) reports a false "Premature close" when a keep-alive socket that carried
+                // a chunked response is reused at once by another request (node-fetch issue #1767);
+                // a stream is long enough that a new connection per stream costs nothing.
+                res.set_header("Connection", "close");
                 res.set_chunked_content_provider(
                     "text/event-stream",
                     [st, job, head, chat, include_usage, logprobs, end_log](size_t, httplib::DataSink& sink) {
