@@ -21,6 +21,7 @@
 #include <ctime>
 #include <random>
 #include <set>
+#include <thread>
 
 namespace tt::server {
 
@@ -158,6 +159,11 @@ void HttpApi::begin_stop() { stopping_ = true; }
 
 void HttpApi::stop() {
     stopping_ = true;
+    // note: httplib stops writing a chunked body as soon as the server is stopping, cutting a stream
+    // before its last chunk and [DONE]; so the streams finish first.
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (streams_ > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (streams_ > 0) log::warn("{} stream(s) still being written after 10 s; closing them", streams_.load());
     svr_->stop();
 }
 
@@ -366,11 +372,7 @@ void HttpApi::routes() {
                 st->a.tok = model_.tokenizer;
                 const bool include_usage = p.include_usage, logprobs = p.logprobs;
                 res.set_header("Cache-Control", "no-cache");
-                // note: a stream's connection is not kept alive. node-fetch (under the openai npm
-                // package v4) reports a false "Premature close" when a keep-alive socket that carried
-                // a chunked response is reused at once by another request (node-fetch issue #1767);
-                // a stream is long enough that a new connection per stream costs nothing.
-                res.set_header("Connection", "close");
+                ++streams_;
                 res.set_chunked_content_provider(
                     "text/event-stream",
                     [st, job, head, chat, include_usage, logprobs, end_log](size_t, httplib::DataSink& sink) {
@@ -417,7 +419,8 @@ void HttpApi::routes() {
                         end_log(job->error.empty() ? 200 : 500);
                         return true;
                     },
-                    [job, end_log](bool success) {
+                    [this, job, end_log](bool success) {
+                        --streams_;
                         if (success) return;
                         // The client went away (or the server stops): the slot is freed at the next step.
                         job->cancel();

@@ -62,7 +62,9 @@ public:
     void listen();
     // From now on /health answers 503 and new generation requests 503.
     void begin_stop();
-    // Stops accepting and returns listen() once the running handlers finished.
+    // Waits (up to 10 s) for the streams being written to end, then stops accepting and returns
+    // listen() once the running handlers finished. Call after the scheduler stopped, so that the
+    // streams end (cancelled) at once.
     void stop();
 
 private:
@@ -76,6 +78,7 @@ private:
     HttpOptions opt_;
     std::unique_ptr<httplib::Server> svr_;
     std::atomic<bool> stopping_{false};
+    std::atomic<int> streams_{0};  // streamed responses still being written
     int port_ = 0;
     std::string key_digest_;  // SHA-256 of the API key
 };

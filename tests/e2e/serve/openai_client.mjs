@@ -9,6 +9,12 @@ import OpenAI from "openai";
 
 const [binary, model, template, work] = process.argv.slice(2);
 const KEY = "test-key-123";
+let log = "";
+// Whatever escapes a check ends the test with the server's log beside it.
+process.on("uncaughtException", (e) => {
+  console.log(`FAIL: uncaught ${e?.stack ?? e}\n${e?.cause ? `cause: ${e.cause}\n` : ""}the server's log, last lines:\n${log.split("\n").slice(-25).join("\n")}`);
+  process.exit(1);
+});
 let passed = 0, failed = 0;
 const check = (ok, what) => { if (ok) passed++; else { failed++; console.log(`FAIL: ${what}`); } };
 const eq = (got, want, what) => check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
@@ -17,7 +23,6 @@ const eq = (got, want, what) => check(got === want, `${what}: got ${JSON.stringi
 const server = spawn(binary, ["serve", model, "--port", "0", "--parallel", "4", "--queue", "16", "--api-key", KEY,
                               "--template", template, "--device", "cpu", "--threads", "2", "--max-body", "64"],
                      { stdio: ["ignore", "ignore", "pipe"] });
-let log = "";
 const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
 const base = await new Promise((resolve, reject) => {
   const t = setTimeout(() => reject(new Error(`serve did not start within 60 s; its log:\n${log}`)), 60000);
