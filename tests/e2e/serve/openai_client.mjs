@@ -10,6 +10,10 @@ import OpenAI from "openai";
 const [binary, model, template, work] = process.argv.slice(2);
 const KEY = "test-key-123";
 let log = "";
+let server = null;
+// The server never outlives the test, whatever way it ends.
+process.on("exit", () => { if (server && server.exitCode === null && server.signalCode === null) server.kill("SIGKILL"); });
+process.on("SIGTERM", () => { console.log("FAIL: the test was stopped (timeout)"); process.exit(1); });
 // Whatever escapes a check ends the test with the server's log beside it.
 process.on("uncaughtException", (e) => {
   console.log(`FAIL: uncaught ${e?.stack ?? e}\n${e?.cause ? `cause: ${e.cause}\n` : ""}the server's log, last lines:\n${log.split("\n").slice(-25).join("\n")}`);
@@ -20,7 +24,7 @@ const check = (ok, what) => { if (ok) passed++; else { failed++; console.log(`FA
 const eq = (got, want, what) => check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 
 // ---- the server: loopback, any free port (read from its log), 4 slots, a small queue
-const server = spawn(binary, ["serve", model, "--port", "0", "--parallel", "4", "--queue", "16", "--api-key", KEY,
+server = spawn(binary, ["serve", model, "--port", "0", "--parallel", "4", "--queue", "16", "--api-key", KEY,
                               "--template", template, "--device", "cpu", "--threads", "2", "--max-body", "64"],
                      { stdio: ["ignore", "ignore", "pipe"] });
 const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
