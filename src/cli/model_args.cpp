@@ -128,8 +128,9 @@ LoadedModel load_model(const ModelArgs& a, int needed_context) {
     return m;
 }
 
-void LoadedModel::create_backend(const ModelArgs& a, int needed_context) {
+void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_sequences) {
     BackendOptions bo;
+    bo.n_sequences = n_sequences;
     std::string why;
     bo.device = a.device.empty() ? default_device(spec, &why) : a.device;
     bo.profile = parse_profile(a.profile);

@@ -50,7 +50,8 @@ struct LoadedModel {
 
     // Creates the backend with a KV cache for at least `needed_context` positions (capped by the
     // model), on the device the arguments ask for; says on stderr which device it uses.
-    void create_backend(const ModelArgs& a, int needed_context);
+    // n_sequences: sequence slots (serve --parallel; BackendOptions::n_sequences).
+    void create_backend(const ModelArgs& a, int needed_context, int n_sequences = 1);
     // End-of-sequence ids: the generation config's and the tokenizer's.
     std::vector<int32_t> eos_ids() const;
 };

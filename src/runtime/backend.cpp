@@ -19,6 +19,21 @@ int32_t Backend::forward_sample(std::span<const int32_t> tokens, Sampler& sample
     return sampler.sample(forward(tokens, false), history);
 }
 
+void Backend::select_sequence(int seq) {
+    if (seq != 0) fail("{}: holds one sequence, so sequence {} does not exist", describe(), seq);
+}
+
+std::span<const float> Backend::decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) {
+    TT_ASSERT(seqs.size() == tokens.size() && !seqs.empty());
+    batch_logits_.clear();
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        select_sequence(seqs[i]);
+        const auto row = forward(tokens.subspan(i, 1), false);
+        batch_logits_.insert(batch_logits_.end(), row.begin(), row.end());
+    }
+    return batch_logits_;
+}
+
 static std::vector<BackendFactory>& factories() {
     static std::vector<BackendFactory> f;
     return f;

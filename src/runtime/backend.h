@@ -1,6 +1,9 @@
 // The interface between the generation loop (model logic) and a compute backend (CPU, CUDA).
 // Model logic never sees CUDA: it drives a Backend. A backend owns the weights' placement and the
 // KV cache; positions are implicit: tokens fed are appended after the n_past already cached.
+// A backend may hold several sequences (the server's slots) over one copy of the weights: each has
+// its own KV cache / recurrent state, select_sequence() picks the one the single-sequence calls act
+// on, and decode_batch() advances several by one token in one pass over the weights.
 #pragma once
 
 #include "runtime/profile.h"
@@ -10,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tt {
 
@@ -71,12 +75,30 @@ public:
     // host; a GPU backend overrides it so that only the chosen id crosses to the host.
     virtual int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history);
 
+    // Sequence slots: how many independent sequences (each its own KV cache / state, the weights
+    // shared) this backend holds. One unless the backend was created with BackendOptions::n_sequences
+    // and can hold more (the CPU backend); a backend that keeps one serves one sequence at a time.
+    virtual int max_sequences() const { return 1; }
+    // Makes sequence seq (0 <= seq < max_sequences()) the one that n_past, rewind, restorable,
+    // keeps_every_position, checkpoint, forward and forward_sample act on. Throws tt::Error when out
+    // of range.
+    virtual void select_sequence(int seq);
+    // One decode step of several sequences: tokens[i] is appended to sequence seqs[i] (distinct)
+    // and the logits come back as [seqs.size(), vocab], row i for seqs[i]. The span stays valid until
+    // the next call; the selected sequence is unchanged. The default runs them one after another
+    // through select_sequence + forward; the CPU backend runs them as one batch (every weight row
+    // read once for all of them). Throws tt::Error when a sequence's context is full.
+    virtual std::span<const float> decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens);
+
     // Streaming figures; the default (CPU) streams nothing.
     virtual StreamStats stream_stats() const { return {}; }
     // Seconds per decode step with the weight copies left out (kernels only, reading whatever the
     // ring holds), the mean of n steps: bench's overlap figure. The cache and n_past are unchanged.
     // 0 when the backend streams nothing.
     virtual double measure_decode_without_copies(int n) { return 0; }
+
+private:
+    std::vector<float> batch_logits_;  // decode_batch's default: the rows gathered
 };
 
 struct BackendOptions {
@@ -88,6 +110,8 @@ struct BackendOptions {
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)
     int cpu_layers = -1;         // larger than VRAM: layers computed on the CPU in decode; -1 = the planner's choice
+    int n_sequences = 1;         // sequence slots, each with its own cache of `context` positions (serve --parallel);
+                                 // backends that hold one ignore it (see Backend::max_sequences)
 };
 
 // Creates the backend named by opt.device for the opened archive (kept alive by the caller).

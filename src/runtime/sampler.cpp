@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace tt {
@@ -20,6 +21,16 @@ void Sampler::penalize(std::vector<float>& logits, std::span<const int32_t> hist
         if (id < 0 || size_t(id) >= logits.size()) continue;
         float& l = logits[size_t(id)];
         l = l < 0 ? l * penalty : l / penalty;  // each token penalized once, whatever its count
+    }
+}
+
+void Sampler::penalize_additive(std::vector<float>& logits, std::span<const int32_t> history, float presence, float frequency) {
+    if (presence == 0.0f && frequency == 0.0f) return;
+    std::unordered_map<int32_t, int> count;
+    for (int32_t id : history) ++count[id];
+    for (const auto& [id, c] : count) {
+        if (id < 0 || size_t(id) >= logits.size()) continue;
+        logits[size_t(id)] -= frequency * float(c) + presence;
     }
 }
 
@@ -73,6 +84,7 @@ int32_t Sampler::sample(std::span<const float> logits_in, std::span<const int32_
     TT_ASSERT(!logits_in.empty());
     std::vector<float> logits(logits_in.begin(), logits_in.end());
     penalize(logits, history, cfg_.repeat_penalty);
+    penalize_additive(logits, history, cfg_.presence_penalty, cfg_.frequency_penalty);
     if (cfg_.temperature <= 0) return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     const auto cand = candidates(logits);
     const double u = uniform();

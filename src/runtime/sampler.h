@@ -1,4 +1,5 @@
-// Token sampling, in transformers' order: repetition penalty, then temperature, top-k, top-p,
+// Token sampling, in transformers' order: repetition penalty (then OpenAI's additive presence and
+// frequency penalties, which the server takes), then temperature, top-k, top-p,
 // min-p, then a draw from the renormalized distribution. Temperature 0 is greedy (argmax).
 // A fixed seed gives the same tokens on every machine (the RNG and the draw are specified here,
 // not left to the standard library's distributions).
@@ -19,6 +20,10 @@ struct SamplerConfig {
     float min_p = 0.05f;        // <= 0: off
     float repeat_penalty = 1.0f;// 1: off; > 1 discourages tokens already in the context
     uint64_t seed = 0;
+    // OpenAI's: logit -= frequency_penalty * count + presence_penalty * (count > 0), counts over the
+    // history; 0 = off. In [-2, 2] where the API takes them.
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
 };
 
 class Sampler {
@@ -29,6 +34,8 @@ public:
 
     // The steps, exposed for tests. penalize: transformers' RepetitionPenaltyLogitsProcessor.
     static void penalize(std::vector<float>& logits, std::span<const int32_t> history, float penalty);
+    // OpenAI's presence / frequency penalties (SamplerConfig), subtracted from the logits.
+    static void penalize_additive(std::vector<float>& logits, std::span<const int32_t> history, float presence, float frequency);
     // The candidate set after temperature, top-k, top-p and min-p: (token, probability) pairs,
     // probabilities renormalized, sorted by descending probability.
     std::vector<std::pair<int32_t, float>> candidates(const std::vector<float>& logits) const;

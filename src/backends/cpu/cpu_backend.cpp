@@ -2,6 +2,13 @@
 // and accumulation, weights read from the mapped archive in their stored dtype. Step comments name
 // the transformers line they implement (modeling_llama.py unless noted). Every other backend is
 // tested against this one.
+// Sequences (the server's slots): the weights are bound once and every sequence has its own KV
+// cache, DeltaNet state and checkpoints. forward() runs tokens of the selected sequence;
+// decode_batch() one token of each of several sequences, as rows of the same matrices, so every
+// linear layer reads each weight row once for the whole batch (continuous batching: the caller
+// decides which sequences join each step). Each row attends over its own sequence's cache at its own
+// position; the per-row arithmetic is the same as a single-sequence step, so the logits are equal
+// bit for bit.
 #include "backends/cpu/cpu_backend.h"
 
 #include "backends/cpu/delta_net.h"
@@ -32,19 +39,28 @@ public:
         quant_ = quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
                                   profile_name(opt.profile), w_, pool_);
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
-        k_cache_.resize(size_t(spec_.n_layers));
-        v_cache_.resize(size_t(spec_.n_layers));
+        if (opt.n_sequences < 1) fail("the CPU backend needs at least 1 sequence, got {}", opt.n_sequences);
         delta_.resize(size_t(spec_.n_layers));
-        for (int il = 0; il < spec_.n_layers; ++il) {
-            // A KV-shared layer (Gemma 4) reads another layer's cache and keeps none.
-            if (spec_.has_kv(il)) {
-                const size_t kv = size_t(n_ctx_) * size_t(spec_.layer_kv_dim(il));
-                k_cache_[size_t(il)].assign(kv, 0.0f);
-                v_cache_[size_t(il)].assign(kv, 0.0f);
-            } else if (spec_.is_delta_net(il)) {
-                init_delta_layer(il);
+        for (int il = 0; il < spec_.n_layers; ++il)
+            if (spec_.is_delta_net(il)) init_delta_layer(il);
+        seqs_.resize(size_t(opt.n_sequences));
+        for (Sequence& q : seqs_) {
+            q.k_cache.resize(size_t(spec_.n_layers));
+            q.v_cache.resize(size_t(spec_.n_layers));
+            q.delta.resize(size_t(spec_.n_layers));
+            for (int il = 0; il < spec_.n_layers; ++il) {
+                // A KV-shared layer (Gemma 4) reads another layer's cache and keeps none.
+                if (spec_.has_kv(il)) {
+                    const size_t kv = size_t(n_ctx_) * size_t(spec_.layer_kv_dim(il));
+                    q.k_cache[size_t(il)].assign(kv, 0.0f);
+                    q.v_cache[size_t(il)].assign(kv, 0.0f);
+                } else if (spec_.is_delta_net(il)) {
+                    q.delta[size_t(il)].state.assign(spec_.delta_net.state_floats(), 0.0f);
+                    q.delta[size_t(il)].conv_state.assign(spec_.delta_net.conv_state_floats(), 0.0f);
+                }
             }
         }
+        cur_ = &seqs_[0];
         // note: transformers multiplies embeddings by embed_scale held in the weights' dtype, so a
         // bf16 Gemma scales by sqrt(hidden) rounded to bf16 (Gemma 4's per-layer table likewise,
         // by sqrt(per_layer_dim) in its dtype).
@@ -55,10 +71,10 @@ public:
 
     std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
     int context_size() const override { return n_ctx_; }
-    int n_past() const override { return n_past_; }
+    int n_past() const override { return cur_->n_past; }
     // A KV cache keeps every position; a DeltaNet state only the positions of its checkpoints.
     int restorable(int n) const override {
-        return spec_.has_delta_net() ? checkpoints_.restorable(n, n_past_) : std::min(n, n_past_);
+        return spec_.has_delta_net() ? cur_->checkpoints.restorable(n, cur_->n_past) : std::min(n, cur_->n_past);
     }
     bool keeps_every_position() const override { return !spec_.has_delta_net(); }
     void checkpoint() override;
@@ -66,7 +82,23 @@ public:
 
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
 
+    int max_sequences() const override { return int(seqs_.size()); }
+    void select_sequence(int seq) override {
+        if (seq < 0 || seq >= int(seqs_.size()))
+            fail("{}: sequence {} does not exist (it holds {})", describe(), seq, seqs_.size());
+        cur_ = &seqs_[size_t(seq)];
+    }
+    std::span<const float> decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) override;
+
 private:
+    struct Sequence;
+    // Row t of a pass: the sequence it belongs to and its position there.
+    struct Row {
+        Sequence* seq;
+        int pos;
+    };
+    // The forward pass over rows (tokens[t] at rows[t]); logits for rows [first_out, n).
+    std::span<const float> forward_rows(std::span<const int32_t> tokens, std::span<const Row> rows, int first_out);
     static float in_dtype(float v, DType dt) {
         if (dt == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
         if (dt == DType::f16) return f16_to_f32(f32_to_f16(v));
@@ -86,20 +118,31 @@ private:
     // MixtralSparseMoeBlock; the shared expert of Qwen2MoeSparseMoeBlock).
     void moe(const LayerWeights& L, const float* x, int n, float* out);
 
-    // A DeltaNet mixer (transformers' Qwen3_5GatedDeltaNet) on x [n, hidden]: out [n, hidden].
-    void delta_net(const LayerWeights& L, int il, const float* x, int n, float* out);
-    // Softmax attention of layer il on x [n, hidden] at positions n_past + t: out [n, hidden].
-    void attention(const LayerWeights& L, int il, const float* x, int n, float* out);
+    // A DeltaNet mixer (transformers' Qwen3_5GatedDeltaNet) on x [n, hidden] of one sequence q,
+    // continuing its state: out [n, hidden].
+    void delta_net(const LayerWeights& L, int il, Sequence& q, const float* x, int n, float* out);
+    // Softmax attention of layer il on x [n, hidden], row t at rows[t]: out [n, hidden].
+    void attention(const LayerWeights& L, int il, const float* x, std::span<const Row> rows, float* out);
 
-    // One DeltaNet layer's recurrent state and its small weights widened to f32 once.
+    // One DeltaNet layer's small weights, widened to f32 once.
     struct DeltaLayer {
-        std::vector<float> state, conv_state;           // S [Hv, dk, dv], [conv_dim, K - 1]
         std::vector<float> conv_w, a_log, dt_bias, norm_w;
+    };
+    // One DeltaNet layer's recurrent state in one sequence.
+    struct DeltaState {
+        std::vector<float> state, conv_state;  // S [Hv, dk, dv], [conv_dim, K - 1]
+    };
+    // One sequence: its cache, its recurrent states and the positions it can rewind to.
+    struct Sequence {
+        int n_past = 0;
+        std::vector<std::vector<float>> k_cache, v_cache;  // [layer][pos * layer kv_dim] (layers with a KV cache)
+        std::vector<DeltaState> delta;                     // [layer] (DeltaNet layers)
+        StateCheckpoints checkpoints;
     };
     void init_delta_layer(int il);
     // The DeltaNet layers' state and conv_state, layer by layer (StateCheckpoints' buffers).
-    StateCheckpoints::States save_states() const;
-    void load_states(const StateCheckpoints::States* states);  // null: the zero state
+    static StateCheckpoints::States save_states(const Sequence& q);
+    static void load_states(Sequence& q, const StateCheckpoints::States* states);  // null: the zero state
     static constexpr int k_delta_chunk = 64;  // transformers' chunk_size
 
     ModelSpec spec_;
@@ -110,19 +153,15 @@ private:
     float embed_scale_ = 1.0f;
     float per_layer_embed_scale_ = 1.0f;
     int n_ctx_ = 0;
-    int n_past_ = 0;
-    std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos * layer kv_dim] (layers with a KV cache)
-    std::vector<DeltaLayer> delta_;                       // [layer] (DeltaNet layers)
-    StateCheckpoints checkpoints_;                        // the positions rewind() can return to
+    std::vector<DeltaLayer> delta_;  // [layer] (DeltaNet layers)
+    std::vector<Sequence> seqs_;
+    Sequence* cur_ = nullptr;        // the selected sequence
     std::vector<float> logits_;
 };
 
 void CpuBackend::init_delta_layer(int il) {
-    const DeltaNetSpec& d = spec_.delta_net;
     const LayerWeights& L = w_.layers[size_t(il)];
     DeltaLayer& D = delta_[size_t(il)];
-    D.state.assign(d.state_floats(), 0.0f);
-    D.conv_state.assign(d.conv_state_floats(), 0.0f);
     auto widen = [](const TensorView& t) {
         std::vector<float> out(size_t(t.numel()));
         const int64_t rows = t.shape.size() > 1 ? t.shape[0] : 1, cols = int64_t(out.size()) / rows;
@@ -135,18 +174,18 @@ void CpuBackend::init_delta_layer(int il) {
     D.norm_w = widen(*L.ssm_norm);
 }
 
-StateCheckpoints::States CpuBackend::save_states() const {
+StateCheckpoints::States CpuBackend::save_states(const Sequence& q) {
     StateCheckpoints::States out;
-    for (const auto& D : delta_) {
+    for (const auto& D : q.delta) {
         out.push_back(D.state);
         out.push_back(D.conv_state);
     }
     return out;
 }
 
-void CpuBackend::load_states(const StateCheckpoints::States* states) {
-    for (size_t il = 0; il < delta_.size(); ++il) {
-        DeltaLayer& D = delta_[il];
+void CpuBackend::load_states(Sequence& q, const StateCheckpoints::States* states) {
+    for (size_t il = 0; il < q.delta.size(); ++il) {
+        DeltaState& D = q.delta[il];
         if (states) {
             D.state = (*states)[2 * il];
             D.conv_state = (*states)[2 * il + 1];
@@ -158,21 +197,45 @@ void CpuBackend::load_states(const StateCheckpoints::States* states) {
 }
 
 void CpuBackend::checkpoint() {
-    if (spec_.has_delta_net()) checkpoints_.keep(n_past_, save_states());
+    if (spec_.has_delta_net()) cur_->checkpoints.keep(cur_->n_past, save_states(*cur_));
 }
 
 void CpuBackend::rewind(int n) {
-    TT_ASSERT(n >= 0 && n <= n_past_);
-    if (spec_.has_delta_net() && n != n_past_) load_states(checkpoints_.rewind_to(n, n_past_));
-    n_past_ = n;
+    Sequence& q = *cur_;
+    TT_ASSERT(n >= 0 && n <= q.n_past);
+    if (spec_.has_delta_net() && n != q.n_past) load_states(q, q.checkpoints.rewind_to(n, q.n_past));
+    q.n_past = n;
 }
 
 std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool all_logits) {
-    const ModelSpec& s = spec_;
     const int n = int(tokens.size());
     if (n == 0) fail("forward: no tokens");
-    if (n_past_ + n > n_ctx_)
-        fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
+    Sequence& q = *cur_;
+    if (q.n_past + n > n_ctx_)
+        fail("context overflow: {} tokens cached + {} new exceed the context of {}", q.n_past, n, n_ctx_);
+    std::vector<Row> rows(static_cast<size_t>(n));
+    for (int t = 0; t < n; ++t) rows[size_t(t)] = {&q, q.n_past + t};
+    return forward_rows(tokens, rows, all_logits ? 0 : n - 1);
+}
+
+std::span<const float> CpuBackend::decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) {
+    TT_ASSERT(seqs.size() == tokens.size() && !seqs.empty());
+    std::vector<Row> rows(seqs.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        if (seqs[i] < 0 || seqs[i] >= int(seqs_.size()))
+            fail("{}: sequence {} does not exist (it holds {})", describe(), seqs[i], seqs_.size());
+        Sequence& q = seqs_[size_t(seqs[i])];
+        for (size_t j = 0; j < i; ++j) TT_ASSERT(rows[j].seq != &q);  // one token per sequence and step
+        if (q.n_past + 1 > n_ctx_)
+            fail("context overflow: sequence {} has {} tokens cached, the context is {}", seqs[i], q.n_past, n_ctx_);
+        rows[i] = {&q, q.n_past};
+    }
+    return forward_rows(tokens, rows, 0);
+}
+
+std::span<const float> CpuBackend::forward_rows(std::span<const int32_t> tokens, std::span<const Row> rows, int first_out) {
+    const ModelSpec& s = spec_;
+    const int n = int(tokens.size());
     const int H = s.hidden_dim;
     const size_t un = size_t(n);
 
@@ -195,8 +258,18 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
         for (int t = 0; t < n; ++t)
             cpu::rmsnorm(&x[size_t(t) * size_t(H)], *L.attn_norm, s.norm_weight_offset, s.norm_eps, &h[size_t(t) * size_t(H)], H);
         // Qwen3.5: hidden_states = self.linear_attn(hidden_states) on linear-attention layers
-        if (s.is_delta_net(il)) delta_net(L, il, h.data(), n, o.data());
-        else attention(L, il, h.data(), n, o.data());
+        if (s.is_delta_net(il)) {
+            // The recurrent state is per sequence: runs of consecutive rows of one sequence go
+            // through it together (a prompt chunk), a batch's rows one by one.
+            for (int t0 = 0; t0 < n;) {
+                int t1 = t0 + 1;
+                while (t1 < n && rows[size_t(t1)].seq == rows[size_t(t0)].seq) ++t1;
+                delta_net(L, il, *rows[size_t(t0)].seq, &h[size_t(t0) * size_t(H)], t1 - t0, &o[size_t(t0) * size_t(H)]);
+                t0 = t1;
+            }
+        } else {
+            attention(L, il, h.data(), rows, o.data());
+        }
         for (int t = 0; t < n; ++t) {
             float* ot = &o[size_t(t) * size_t(H)];
             // Gemma: hidden_states = self.post_attention_layernorm(hidden_states)
@@ -225,10 +298,9 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
             for (float& xi : x) xi *= scalar;
         }
     }
-    n_past_ += n;
+    for (const Row& r : rows) r.seq->n_past = std::max(r.seq->n_past, r.pos + 1);
 
     // hidden_states = self.norm(hidden_states); logits = self.lm_head(hidden_states[:, slice])
-    const int first_out = all_logits ? 0 : n - 1;
     const int n_out = n - first_out;
     for (int t = first_out; t < n; ++t)
         cpu::rmsnorm(&x[size_t(t) * size_t(H)], *w_.output_norm, s.norm_weight_offset, s.norm_eps,
@@ -240,8 +312,9 @@ std::span<const float> CpuBackend::forward(std::span<const int32_t> tokens, bool
     return logits_;
 }
 
-void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n, float* out) {
+void CpuBackend::attention(const LayerWeights& L, int il, const float* x, std::span<const Row> rows, float* out) {
     const ModelSpec& s = spec_;
+    const int n = int(rows.size());
     const LayerSpec& ls = s.layers[size_t(il)];
     const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il), HD = s.layer_head_dim(il);
     const int n_heads = s.layer_n_heads(il), n_kv_heads = s.layer_n_kv_heads(il);
@@ -277,7 +350,8 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n,
         cpu::linear(pool_, x, n, *L.wq, L.bq, q.data());
     }
     for (int t = 0; t < n; ++t) {
-        const int pos = n_past_ + t;
+        const int pos = rows[size_t(t)].pos;
+        Sequence& q_seq = *rows[size_t(t)].seq;
         for (int hh = 0; hh < n_heads; ++hh) {
             float* qh = &q[size_t(t) * size_t(Q) + size_t(hh * HD)];
             // Qwen3/Gemma3: query_states = self.q_norm(q.view(hidden_shape)), per head
@@ -297,18 +371,24 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n,
             }
         }
         // past_key_values.update(key_states, value_states, layer_idx)
-        std::copy_n(&k[size_t(t) * size_t(KV)], KV, &k_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
-        std::copy_n(&v[size_t(t) * size_t(KV)], KV, &v_cache_[size_t(il)][size_t(pos) * size_t(KV)]);
+        std::copy_n(&k[size_t(t) * size_t(KV)], KV, &q_seq.k_cache[size_t(il)][size_t(pos) * size_t(KV)]);
+        std::copy_n(&v[size_t(t) * size_t(KV)], KV, &q_seq.v_cache[size_t(il)][size_t(pos) * size_t(KV)]);
     }
     // attn_output = softmax(q k^T * scaling + causal/sliding mask) v, with GQA (repeat_kv)
     const int group = n_heads / n_kv_heads;
-    const float* kc = k_cache_[size_t(kv_il)].data();
-    const float* vc = v_cache_[size_t(kv_il)].data();
+    int max_pos = 0;
+    uint64_t keys = 0;  // keys attended over, all rows
+    for (const Row& r : rows) {
+        max_pos = std::max(max_pos, r.pos);
+        keys += uint64_t(r.pos + 1);
+    }
     auto attend = [&](size_t b, size_t e) {
-        std::vector<float> scores(size_t(n_past_ + n));
+        std::vector<float> scores(size_t(max_pos + 1));
         for (size_t job = b; job < e; ++job) {
             const int t = int(job / size_t(n_heads)), hh = int(job % size_t(n_heads));
-            const int pos = n_past_ + t;
+            const int pos = rows[size_t(t)].pos;
+            const float* kc = rows[size_t(t)].seq->k_cache[size_t(kv_il)].data();
+            const float* vc = rows[size_t(t)].seq->v_cache[size_t(kv_il)].data();
             // note: a sliding layer sees the last `sliding_window` keys, itself included
             // (transformers' sliding_window_overlay: kv_idx > q_idx - window).
             const int first = sliding ? std::max(0, pos - s.sliding_window + 1) : 0;
@@ -316,7 +396,7 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, int n,
                              s.attn_scale, s.attn_softcap, scores.data(), &att[size_t(t) * size_t(Q) + size_t(hh * HD)]);
         }
     };
-    const uint64_t attn_work = uint64_t(n) * uint64_t(n_heads) * uint64_t(n_past_ + n) * uint64_t(HD);
+    const uint64_t attn_work = keys * uint64_t(n_heads) * uint64_t(HD);
     if (attn_work < (uint64_t(1) << 18)) attend(0, un * size_t(n_heads));  // small: stay on this thread
     else pool_.parallel_for(un * size_t(n_heads), attend);
     // Qwen3.5: attn_output = attn_output * torch.sigmoid(gate)
@@ -373,9 +453,10 @@ void CpuBackend::add_per_layer_input(const LayerWeights& L, int il, const std::v
     }
 }
 
-void CpuBackend::delta_net(const LayerWeights& L, int il, const float* x, int n, float* out) {
+void CpuBackend::delta_net(const LayerWeights& L, int il, Sequence& q, const float* x, int n, float* out) {
     const DeltaNetSpec& d = spec_.delta_net;
-    DeltaLayer& D = delta_[size_t(il)];
+    const DeltaLayer& D = delta_[size_t(il)];
+    DeltaState& S = q.delta[size_t(il)];
     const size_t un = size_t(n), cd = size_t(d.conv_dim()), vd = size_t(d.value_dim()), hv = size_t(d.n_v_heads);
     std::vector<float> mixed(un * cd), qkv(un * cd), z(un * vd), b(un * hv), a(un * hv), g(un * hv), beta(un * hv),
         core(un * vd);
@@ -385,15 +466,15 @@ void CpuBackend::delta_net(const LayerWeights& L, int il, const float* x, int n,
     cpu::linear(pool_, x, n, *L.ssm_in_b, nullptr, b.data());
     cpu::linear(pool_, x, n, *L.ssm_in_a, nullptr, a.data());
     // mixed_qkv = causal_conv1d_fn / causal_conv1d_update(mixed_qkv, conv1d.weight, activation=silu)
-    cpu::causal_conv1d_silu(mixed.data(), n, D.conv_w.data(), d.conv_dim(), d.conv_kernel, D.conv_state.data(), qkv.data());
+    cpu::causal_conv1d_silu(mixed.data(), n, D.conv_w.data(), d.conv_dim(), d.conv_kernel, S.conv_state.data(), qkv.data());
     // use_qk_l2norm_in_kernel=True; query scaled by head_k_dim ** -0.5
     cpu::delta_net_qk_norm(d, qkv.data(), n);
     // beta = b.sigmoid(); g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
     cpu::delta_net_gates(a.data(), b.data(), D.a_log.data(), D.dt_bias.data(), d.n_v_heads, n, g.data(), beta.data());
     // torch_recurrent_gated_delta_rule for one cached token, torch_chunk_gated_delta_rule otherwise
     // (the two agree: tests/unit/test_delta_net.cpp)
-    if (n == 1) cpu::gated_delta_rule_recurrent(d, qkv.data(), g.data(), beta.data(), n, D.state.data(), core.data(), &pool_);
-    else cpu::gated_delta_rule_chunked(d, qkv.data(), g.data(), beta.data(), n, k_delta_chunk, D.state.data(), core.data(), &pool_);
+    if (n == 1) cpu::gated_delta_rule_recurrent(d, qkv.data(), g.data(), beta.data(), n, S.state.data(), core.data(), &pool_);
+    else cpu::gated_delta_rule_chunked(d, qkv.data(), g.data(), beta.data(), n, k_delta_chunk, S.state.data(), core.data(), &pool_);
     // core_attn_out = self.norm(core_attn_out, z): per value head, RMSNorm * w * silu(z)
     for (size_t r = 0; r < un * hv; ++r)
         cpu::gated_rmsnorm(&core[r * size_t(d.v_head_dim)], &z[r * size_t(d.v_head_dim)], D.norm_w.data(), spec_.norm_eps,
