@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "model/tensor_names.h"
 #include "model/weight_quant.h"
 #include "runtime/plan.h"
 #include "runtime/sampler.h"
@@ -171,7 +172,7 @@ int run(Opts o) {
     }
 
     const ModelSpec& s = m.spec;
-    uint64_t weight_bytes = 0, embd_bytes = 0, expert_bytes = 0;
+    uint64_t weight_bytes = 0, embd_bytes = 0, expert_bytes = 0, ple_bytes = 0;
     // A quantized profile reads its matrices quantized (model/weight_quant.h): counted as such,
     // also where the archive stores them in float and the backend quantized them at load.
     const QuantScheme body = profile_weight_scheme(parse_profile(o.model.profile));
@@ -182,6 +183,7 @@ int run(Opts o) {
         const uint64_t nb = role == roles.end() ? t.view.nbytes : run_nbytes(t.view, role->second, body, k_int4_default_group);
         weight_bytes += nb;
         if (t.view.name == "token_embd.weight") embd_bytes = nb;
+        if (t.view.name == tensor_name(Role::per_layer_token_embd)) ple_bytes = nb;
         if (t.block.find(".expert.") != std::string::npos) expert_bytes += nb;
     }
     // Tied and quantized: the head is an INT8 copy of the float embedding, which then reads one row.
@@ -194,12 +196,22 @@ int run(Opts o) {
     // A mixture of experts reads top_k of each MoE layer's n_experts: the active bytes.
     const uint64_t inactive_expert_bytes =
         s.has_moe() ? expert_bytes - expert_bytes / uint64_t(s.moe.n_experts) * uint64_t(s.moe.top_k) : 0;
-    const uint64_t decode_weight_bytes = weight_bytes - (s.tied_embeddings && !head_copy ? 0 : embd_bytes - row_bytes) - inactive_expert_bytes;
+    // Gemma 4's per-layer table is read one row per token, like the embedding.
+    const uint64_t ple_unread = s.per_layer_dim > 0 ? ple_bytes - ple_bytes / uint64_t(s.per_layer_vocab) : 0;
+    const uint64_t decode_weight_bytes =
+        weight_bytes - (s.tied_embeddings && !head_copy ? 0 : embd_bytes - row_bytes) - inactive_expert_bytes - ple_unread;
     auto kv_bytes_at = [&](int ctx) {
         uint64_t b = 0;
         for (int il = 0; il < s.n_layers; ++il) {
+            // A DeltaNet layer reads and writes its recurrent state instead.
+            if (s.is_delta_net(il)) {
+                b += 2 * s.delta_net.state_bytes();
+                continue;
+            }
+            // Each attention layer reads the visible rows at its own kv_dim (a KV-shared layer
+            // reads its source layer's rows once more).
             const int vis = s.sliding(il) ? std::min(ctx, s.sliding_window) : ctx;
-            b += 2 * uint64_t(vis) * uint64_t(s.kv_dim()) * elem;
+            b += 2 * uint64_t(vis) * uint64_t(s.layer_kv_dim(il)) * elem;
         }
         return b;
     };

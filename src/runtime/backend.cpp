@@ -48,8 +48,6 @@ std::string default_device() {
 }
 
 std::string cuda_unsupported_reason(const ModelSpec& s) {
-    if (s.arch == Arch::gemma4)
-        return fmt::format("the CUDA backend does not run {} yet (per-layer inputs, KV sharing, per-layer head sizes)", s.hf_architecture);
     // A shared expert runs (Qwen2-MoE / Qwen3.5-MoE); the MoE kernels take no post-norm and no
     // expert biases.
     if (s.has_moe() && (s.sandwich_norm || s.mlp_bias))

@@ -80,9 +80,16 @@ enum class PrefillBuf : int {
     q_gate,       // f32 [T, q] x 2: the de-interleaved query and the output gate (attn_output_gate)
     dn_in,        // f32: a DeltaNet layer's projections, back to back: qkv [T, conv_dim], z [T, value_dim], b, a [T, v_heads]
     dn_scratch,   // f32: delta_net_prefill's scratch (kernels.h)
+    // Gemma 4's per-layer inputs (0 bytes for other models); the layer's product of its gate and
+    // its input uses act, the projection proj:
+    ple,          // f32 [T, n_layers * per_layer_dim]: every layer's input
+    ple_gate,     // f32 [T, per_layer_dim]: a layer's per_layer_input_gate output
     count
 };
 using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
+
+// Per-layer sizes differ (Gemma 4: head_dim 256 and 512, double-wide MLPs): every buffer below
+// holds the largest layer's, [q], [kv] and [ffn] meaning the largest over the layers.
 
 // Buffers of a prefill of chunks of `tokens` with up to `keys` cached positions, logits for
 // `logit_rows` rows (the planner budgets one: the last; all-position logits, as `validate` asks
@@ -120,6 +127,9 @@ enum class DecodeBuf : int {
     dn_out,       // f32 [value_dim]: its gated, normalized output (out_proj's input)
     dn_scratch,   // f32: delta_net_decode's scratch
     dn_arrivals,  // int32 [k_heads + v_heads]: its self-resetting counters
+    // Gemma 4's per-layer inputs (0 bytes for other models); the projection back uses tmp:
+    ple,          // f32 [n_layers * per_layer_dim]: every layer's input
+    ple_gate,     // f32 [per_layer_dim]: a layer's gate output, then its gated product (in place)
     count
 };
 using DecodeBuffers = std::array<BufferSize, size_t(DecodeBuf::count)>;
@@ -140,8 +150,14 @@ constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, 
     return size_t(n) * conv_dim + 2 * size_t(n) * size_t(n_v_heads) + chunks * size_t(n_v_heads) * 64 * (size_t(k_head_dim) + 64);
 }
 
-// Bytes of one layer's K (or V) cache for `context` positions.
+// Bytes of one layer's K (or V) cache for `context` positions: the model-wide kv_dim's, and
+// layer il's (its own kv_dim; 0 for a layer without a cache of its own).
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights);
+// Whether some attention layer's prefill needs materialized scores (no flash kernel for its head_dim).
+bool prefill_needs_scores(const ModelSpec& s, DType weights);
+// The decode attention's split count is chosen for the fewest KV heads of any attention layer.
+int min_kv_heads(const ModelSpec& s);
 // Bytes of every K and V cache for `context` positions: the layers with a cache of their own
 // (ModelSpec::has_kv), each at its own kv_dim; Gemma 4's KV-shared layers add nothing.
 uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights);

@@ -29,7 +29,9 @@ for m in $GPU_FIXTURES; do
   $TT -q convert "$src" -o "$work/$m.bf16.thin" --dtype bf16
   # note: qwen3_5_moe_text's bf16 weights alone move one position near an expert-choice tie (the
   # CPU reaches 0.99805 there, tests/e2e/validate_fixtures.sh): the same bound as on the CPU.
-  bound=0.999; [ "$m" = qwen3_5_moe_text ] && bound=0.998
+  # gemma4_text: transformers' own bf16 run is far from its f32 one there (tests/e2e/validate_fixtures.sh: the
+  # CPU's bf16 archive reaches 0.99064 against logits_bf16): the CPU's bound.
+  bound=0.999; [ "$m" = qwen3_5_moe_text ] && bound=0.998; [ "$m" = gemma4_text ] && bound=0.99
   check "$m bf16 (cuda)" $TT -q validate "$work/$m.bf16.thin" --reference "$src/reference.safetensors" --device cuda --key logits_bf16 --min-cosine "$bound" --no-greedy
   # Greedy ids of the bf16 archive, against the bf16 CPU reference run (same weights, same rounding
   # points but the KV cache), reported separately.

@@ -21,7 +21,13 @@
 // the residual adds in the GEMM epilogue; attention by the flash kernel (flash_attention.cu) for
 // bf16/f16 caches with head_dim 64/128/256, otherwise as two batched GEMMs around a masked
 // softmax, processed in query chunks whose key range stops at the chunk's last position (the
-// causal mask makes later keys useless).
+// causal mask makes later keys useless). The choice is made per layer (Gemma 4's full-attention
+// layers have head_dim 512, its sliding ones 256).
+//
+// Every size is the layer's own (ModelSpec::layer_*; the buffers hold the largest). Gemma 4's
+// KV-shared layers project only queries and attend over their source layer's cache, which that
+// layer wrote earlier in the same step or chunk; its per-layer inputs are computed once per token
+// (the table's row read from registered host memory) and added after each layer's MLP.
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cuda/cuda_check.h"
@@ -112,6 +118,8 @@ struct DevLayer {
     // KV cache (S [Hv, dk, dv] and the conv's last inputs, f32, resident).
     const void *ssm_in_qkv = nullptr, *ssm_in_z, *ssm_in_b, *ssm_in_a, *ssm_conv, *ssm_dt_bias, *ssm_a_log, *ssm_norm, *ssm_out;
     DeviceBuffer state, conv_state;
+    // Gemma 4: the per-layer input's gate, projection and post-norm, and the layer's scalar (null: none).
+    const void *per_layer_gate = nullptr, *per_layer_proj = nullptr, *per_layer_post_norm = nullptr, *layer_scalar = nullptr;
 };
 
 class CudaBackend final : public Backend {
@@ -151,8 +159,20 @@ private:
     cudaGraphExec_t capture_decode_graph();
     void run_decode_graph();
     void wait_step();  // until the stream is idle: sleeping on step_done_ when CPU layers run, else spinning
-    // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms).
-    void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in);
+    // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms), then
+    // x *= *row_scale when non-null (Gemma 4's layer_scalar).
+    void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
+                        const void* row_scale = nullptr);
+    // Gemma 4's per-layer inputs: computed for the step's token (decode) or the chunk's n tokens
+    // (prefill) from the scaled token embeddings in x; and, after layer il's MLP, x +=
+    // post_norm(proj(act(gate(x)) * input_il)), then x *= the layer scalar (prefill: then ph_ =
+    // next_norm(x)).
+    void per_layer_inputs_decode();
+    void per_layer_decode(int il, const DevLayer& L);
+    void per_layer_inputs_prefill(int n);
+    void per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm);
+    // Attention layers: the flash kernel serves this layer's head_dim (else scores are materialized).
+    bool flash(int il) const { return prefill_attention_supported(kvdt_, spec_.layer_head_dim(il)); }
     void prefill(std::span<const int32_t> tokens, bool all_logits);
     // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the
     // device (and its shared expert, scaled by its sigmoid gate, when the model has one).
@@ -170,18 +190,19 @@ private:
     // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum;
     // a shared expert runs on all n tokens as a dense MLP and joins that sum).
     void moe_prefill(int il, const DevLayer& L, int n);
-    // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, then
-    // ph_ = norm(x) with next_norm (the next matrix product's input).
+    // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, x *= *row_scale
+    // when non-null, then ph_ = norm(x) with next_norm (the next matrix product's input; null: none).
     void project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
-                          const void* next_norm);
+                          const void* next_norm, const void* row_scale = nullptr);
     // Safe profile: every token through the decode step (f32 activations end to end).
     void prefill_by_decode(std::span<const int32_t> tokens, bool all_logits);
     // The prompt in chunks of plan_.prefill_chunk tokens (by prefill(), or prefill_by_decode() in
     // the safe profile); with all_logits, into host_logits_.
     void prefill_chunked(std::span<const int32_t> tokens, bool all_logits);
-    // The q/k/v post-processing arguments of layer L for n tokens (rows contiguous, q_dim and
-    // kv_dim floats apart); positions, strides and the q output are the caller's to adjust.
-    RopeArgs rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const;
+    // The q/k/v post-processing arguments of layer il for n tokens (rows contiguous, its q_dim and
+    // kv_dim floats apart; k null for a KV-shared layer, v == k for attention_k_eq_v); positions,
+    // strides and the q output are the caller's to adjust.
+    RopeArgs rope_args(int il, float* q, float* k, const float* v, int n) const;
     // y[t, 0:rows] (+)= x[t, 0:cols] W^T for t < n; rows of y are ldy elements apart, y in ydt
     // (f32 or the weights' dtype). accumulate: y += (the residual add rides in the GEMM epilogue).
     void gemm(const void* w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate = false);
@@ -200,6 +221,10 @@ private:
     std::unique_ptr<ExpertCache> cache_; // MoE larger than VRAM: experts cached in VRAM slots (plan_.expert_slots)
     std::map<const TensorView*, const void*> dev_ptr_;
     const void *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
+    // Gemma 4's per-layer inputs: the table (registered host memory, rows read by the kernel), the
+    // projection of the token embedding and its norm; the table's scale sqrt(P) in its dtype.
+    const void *ple_table_ = nullptr, *ple_proj_ = nullptr, *ple_norm_ = nullptr;
+    float ple_table_scale_ = 1.0f;
     std::vector<DevLayer> layers_;
     DeviceBuffer inv_freq_, inv_freq_local_;
     RopeTable rope_, rope_local_;
@@ -214,7 +239,6 @@ private:
     Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
-    bool flash_ = false;             // prefill attention by the flash kernel (no score buffers)
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     cudaGraphExec_t graph_ = nullptr;
     cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
@@ -292,11 +316,17 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
     const char* pdl_env = std::getenv("TT_PDL");
     dependent_launch_ = devices[size_t(device_)].cc_major >= 9 && !ws_->streaming() && !(pdl_env && std::string(pdl_env) == "0");
-    // prefill_buffers() leaves the score buffers out exactly when this holds (the same predicate).
-    flash_ = prefill_attention_supported(kvdt_, spec_.head_dim);
-    if (!flash_)
-        log::info("prefill attention: no flash kernel for {} with head_dim {}; scores are materialized in chunks of {} "
-                  "queries (more memory traffic, slower prefill)", dtype_name(kvdt_), spec_.head_dim, k_attn_query_chunk);
+    // prefill_buffers() allocates the score buffers exactly when some layer lacks the flash kernel
+    // (prefill_needs_scores, the same predicate).
+    std::vector<int> no_flash;
+    for (int il = 0; il < spec_.n_layers; ++il) {
+        const int hd = spec_.layer_head_dim(il);
+        if (spec_.is_attention(il) && !flash(il) && std::find(no_flash.begin(), no_flash.end(), hd) == no_flash.end()) {
+            no_flash.push_back(hd);
+            log::info("prefill attention: no flash kernel for {} with head_dim {}; those layers materialize their scores in "
+                      "chunks of {} queries (more memory traffic, slower prefill)", dtype_name(kvdt_), hd, k_attn_query_chunk);
+        }
+    }
 
     rope_ = make_rope_table(spec_.rope);
     rope_local_ = make_rope_table(spec_.rope_local);
@@ -305,21 +335,21 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     TT_CUDA_CHECK(cudaMemcpy(inv_freq_.ptr, rope_.inv_freq.data(), inv_freq_.bytes, cudaMemcpyHostToDevice));
     TT_CUDA_CHECK(cudaMemcpy(inv_freq_local_.ptr, rope_local_.inv_freq.data(), inv_freq_local_.bytes, cudaMemcpyHostToDevice));
 
-    const size_t kv_bytes = kv_cache_layer_bytes(spec_, n_ctx_, wdt_);
     const DeltaNetSpec& dn = spec_.delta_net;
     for (int il = 0; il < spec_.n_layers; ++il) {
         DevLayer& l = layers_[size_t(il)];
         if (spec_.has_kv(il)) {
+            const size_t kv_bytes = kv_cache_layer_bytes(spec_, il, n_ctx_, wdt_);
             l.k_cache = DeviceBuffer(kv_bytes);
             l.v_cache = DeviceBuffer(kv_bytes);
-        } else {
+        } else if (spec_.is_delta_net(il)) {
             l.state = DeviceBuffer(dn.state_floats() * 4);
             l.conv_state = DeviceBuffer(dn.conv_state_floats() * 4);
             TT_CUDA_CHECK(cudaMemset(l.state.ptr, 0, l.state.bytes));
             TT_CUDA_CHECK(cudaMemset(l.conv_state.ptr, 0, l.conv_state.bytes));
         }
     }
-    n_splits_ = decode_attention_splits(spec_.n_kv_heads, n_sms_);
+    n_splits_ = decode_attention_splits(min_kv_heads(spec_), n_sms_);
     const DecodeBuffers decode_list = decode_buffers(spec_, n_splits_);
     for (size_t i = 0; i < decode_list.size(); ++i) decode_bufs_[i] = DeviceBuffer(decode_list[i].bytes);
     TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
@@ -369,6 +399,15 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
     token_embd_ = ws_->lookup_address(a.tensor(w.token_embd->name));  // may be registered host memory
     output_norm_ = d(w.output_norm);
     output_ = d(w.output);
+    if (spec_.per_layer_dim > 0) {
+        ple_table_ = d(w.per_layer_token_embd);
+        ple_proj_ = d(w.per_layer_model_proj);
+        ple_norm_ = d(w.per_layer_proj_norm);
+        // note: transformers scales the table's rows by sqrt(P) held in the table's dtype (as embed_scale).
+        ple_table_scale_ = float(std::sqrt(double(spec_.per_layer_dim)));
+        if (wdt_ == DType::bf16) ple_table_scale_ = bf16_to_f32(f32_to_bf16(ple_table_scale_));
+        if (wdt_ == DType::f16) ple_table_scale_ = f16_to_f32(f32_to_f16(ple_table_scale_));
+    }
     layers_.resize(w.layers.size());
     bool have_offsets = false;  // expert_up_off_ / expert_down_off_, from the first expert seen
     for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -379,6 +418,8 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         D.attn_post_norm = d(L.attn_post_norm); D.ffn_norm = d(L.ffn_norm); D.ffn_post_norm = d(L.ffn_post_norm);
         D.w_gate = d(L.w_gate); D.w_up = d(L.w_up); D.w_down = d(L.w_down);
         D.b_gate = d(L.b_gate); D.b_up = d(L.b_up); D.b_down = d(L.b_down);
+        D.per_layer_gate = d(L.per_layer_gate); D.per_layer_proj = d(L.per_layer_proj);
+        D.per_layer_post_norm = d(L.per_layer_post_norm); D.layer_scalar = d(L.layer_scalar);
         // The converter writes q, k, v (and gate, up) back to back; when their bytes touch, the
         // matrices form one [q+k+v, hidden] matrix and prefill runs one larger GEMM.
         auto follows = [](const void* first, const TensorView* tf, const void* second) {
@@ -528,6 +569,7 @@ void CudaBackend::decode_step() {
     float* x = x_.as<float>();
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
+    if (s.per_layer_dim > 0) per_layer_inputs_decode();
     for (int il = 0; il < s.n_layers; ++il) {
         if (!cpu_group_at_.empty() && cpu_group_at_[size_t(il)] >= 0) {
             // A run of CPU layers: the state down, the host node, the state back up. The copy
@@ -545,12 +587,16 @@ void CudaBackend::decode_step() {
         if (s.is_delta_net(il)) {
             delta_net_decode_layer(L);
         } else {
+            const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il);
+            const bool own_kv = s.has_kv(il), k_eq_v = s.layers[size_t(il)].k_eq_v;
+            const DevLayer& C = layers_[size_t(s.kv_layer(il))];  // the layer whose cache it attends over
             GemvArgs qkv{};
-            // Qwen3.5: q_proj's rows are [q_h | gate_h] per head; split after the GEMV.
-            qkv.seg[0] = {L.wq, nullptr, s.attn_output_gate ? dbuf(DecodeBuf::qg).as<float>() : q_.as<float>(), s.q_proj_rows()};
-            qkv.seg[1] = {L.wk, nullptr, k_.as<float>(), s.kv_dim()};
-            qkv.seg[2] = {L.wv, nullptr, v_.as<float>(), s.kv_dim()};
-            qkv.n_seg = 3;
+            // Qwen3.5: q_proj's rows are [q_h | gate_h] per head; split after the GEMV. Gemma 4: a
+            // KV-shared layer projects q alone; attention_k_eq_v has no v_proj (v is the raw k).
+            qkv.seg[0] = {L.wq, nullptr, s.attn_output_gate ? dbuf(DecodeBuf::qg).as<float>() : q_.as<float>(), s.layer_q_proj_rows(il)};
+            qkv.n_seg = 1;
+            if (own_kv) qkv.seg[qkv.n_seg++] = {L.wk, nullptr, k_.as<float>(), KV};
+            if (own_kv && !k_eq_v) qkv.seg[qkv.n_seg++] = {L.wv, nullptr, v_.as<float>(), KV};
             qkv.cols = H;
             qkv.wdt = wdt_;
             qkv.x = x;
@@ -559,30 +605,35 @@ void CudaBackend::decode_step() {
             qkv.norm_eps = s.norm_eps;
             gemv(qkv, stream_);
             if (s.attn_output_gate)
-                split_query_gate(dbuf(DecodeBuf::qg).as<float>(), 2 * s.q_dim(), 1, s.n_heads, s.head_dim, q_.as<float>(), s.q_dim(),
-                                 dbuf(DecodeBuf::gate).as<float>(), stream_);
+                split_query_gate(dbuf(DecodeBuf::qg).as<float>(), 2 * Q, 1, s.layer_n_heads(il), s.layer_head_dim(il),
+                                 q_.as<float>(), Q, dbuf(DecodeBuf::gate).as<float>(), stream_);
 
             DecodeAttnArgs at{};
-            at.k_cache = L.k_cache.ptr; at.v_cache = L.v_cache.ptr; at.kv_dt = kvdt_;
+            at.k_cache = C.k_cache.ptr; at.v_cache = C.v_cache.ptr; at.kv_dt = kvdt_;
             at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
-            at.n_heads = s.n_heads; at.n_kv_heads = s.n_kv_heads; at.head_dim = s.head_dim; at.n_ctx = n_ctx_;
-            at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0; at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+            at.n_heads = s.layer_n_heads(il); at.n_kv_heads = s.layer_n_kv_heads(il); at.head_dim = s.layer_head_dim(il);
+            at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
+            at.scale = s.attn_scale; at.softcap = s.attn_softcap;
             // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
             at.rope_fused = true;
-            at.rope = rope_args(L, sliding, q_.as<float>(), k_.as<float>(), v_.as<float>(), 1);
+            at.rope = rope_args(il, q_.as<float>(), own_kv ? k_.as<float>() : nullptr, k_eq_v ? k_.as<float>() : v_.as<float>(), 1);
             at.rope.d_pos0 = d_io + 1;
             decode_attention(at, stream_);
-            if (s.attn_output_gate)
-                sigmoid_gate(att_.ptr, DType::f32, s.q_dim(), dbuf(DecodeBuf::gate).as<float>(), 1, s.q_dim(), stream_);
+            if (s.attn_output_gate) sigmoid_gate(att_.ptr, DType::f32, Q, dbuf(DecodeBuf::gate).as<float>(), 1, Q, stream_);
 
-            add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, s.q_dim(), att_.as<float>());
+            add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, Q, att_.as<float>());
         }
+        // Gemma 4: the per-layer input joins after the MLP, and the layer scalar multiplies the result.
+        const void* scalar = s.layer_scalar ? L.layer_scalar : nullptr;
         if (s.is_moe(il)) {
             moe_decode(il, L);
         } else {
-            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, s.ffn_dim, H, x, L.ffn_norm, s.norm_weight_offset,
+            const int F = s.layer_ffn_dim(il);
+            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, F, H, x, L.ffn_norm, s.norm_weight_offset,
                        s.norm_eps, act, ffn_.as<float>(), stream_);
-            add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, s.ffn_dim, ffn_.as<float>());
+            add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, F, ffn_.as<float>(),
+                           s.per_layer_dim > 0 ? nullptr : scalar);
+            if (s.per_layer_dim > 0) per_layer_decode(il, L);
         }
         ws_->done(ws_->layer_block(il));  // its slot may be refilled once these kernels ran
     }
@@ -748,22 +799,27 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     moe_combine(px_.as<float>(), y, d_rows, weights, n, K, H, shared, shared_logit, stream_);
 }
 
-RopeArgs CudaBackend::rope_args(const DevLayer& L, bool sliding, float* q, float* k, const float* v, int n) const {
+RopeArgs CudaBackend::rope_args(int il, float* q, float* k, const float* v, int n) const {
     const ModelSpec& s = spec_;
+    const DevLayer& L = layers_[size_t(il)];
+    const bool sliding = s.sliding(il);
     const RopeTable& rt = sliding ? rope_local_ : rope_;
     RopeArgs r{};
     r.q = q; r.k = k; r.v = v;
-    r.q_stride = s.q_dim(); r.k_stride = s.kv_dim(); r.v_stride = s.kv_dim();
+    r.q_stride = s.layer_q_dim(il); r.k_stride = s.layer_kv_dim(il); r.v_stride = s.layer_kv_dim(il);
     r.bq = L.bq; r.bk = L.bk; r.bv = L.bv; r.q_norm = L.q_norm; r.k_norm = L.k_norm;
     r.wdt = wdt_; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
     r.inv_freq = (sliding ? inv_freq_local_ : inv_freq_).as<float>();
     r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
-    r.n_heads = s.n_heads; r.n_kv_heads = s.n_kv_heads; r.head_dim = s.head_dim; r.n = n;
+    r.n_heads = s.layer_n_heads(il); r.n_kv_heads = s.layer_n_kv_heads(il); r.head_dim = s.layer_head_dim(il); r.n = n;
+    // A KV-shared layer (k null) writes no cache; its attention reads its source layer's.
     r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+    r.v_norm = s.v_norm;
     return r;
 }
 
-void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in) {
+void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
+                                 const void* row_scale) {
     const int H = spec_.hidden_dim;
     GemvArgs g{};
     g.n_seg = 1;
@@ -774,12 +830,81 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
         g.seg[0] = {w, b, tmp_.as<float>(), H};
         gemv(g, stream_);
         residual_rmsnorm(x_.as<float>(), tmp_.as<float>(), post_norm, nullptr, wdt_, spec_.norm_weight_offset,
-                         spec_.norm_eps, 1, H, nullptr, DType::f32, stream_);
+                         spec_.norm_eps, 1, H, nullptr, DType::f32, stream_, row_scale);
     } else {  // the residual add rides in the GEMV's epilogue
         g.seg[0] = {w, b, x_.as<float>(), H};
         g.accumulate = true;
         gemv(g, stream_);
+        if (row_scale)
+            residual_rmsnorm(x_.as<float>(), nullptr, nullptr, nullptr, wdt_, spec_.norm_weight_offset, spec_.norm_eps, 1, H,
+                             nullptr, DType::f32, stream_, row_scale);
     }
+}
+
+// ---- Gemma 4's per-layer inputs ----
+
+void CudaBackend::per_layer_inputs_decode() {
+    const ModelSpec& s = spec_;
+    const int P = s.per_layer_dim, LP = s.n_layers * P;
+    // per_layer_projection = self.per_layer_model_projection(inputs_embeds): x holds the scaled embedding
+    GemvArgs g{};
+    g.seg[0] = {ple_proj_, nullptr, dbuf(DecodeBuf::ple).as<float>(), LP};
+    g.n_seg = 1; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = x_.as<float>();
+    gemv(g, stream_);
+    PerLayerInputArgs a{};
+    a.proj = dbuf(DecodeBuf::ple).as<float>(); a.table = ple_table_; a.ids = io_.as<int32_t>(); a.norm_w = ple_norm_;
+    a.wdt = wdt_; a.norm_offset = s.norm_weight_offset; a.norm_eps = s.norm_eps;
+    a.proj_scale = float(1.0 / std::sqrt(double(s.hidden_dim))); a.table_scale = ple_table_scale_;
+    a.input_scale = float(1.0 / std::sqrt(2.0));
+    a.n = 1; a.n_layers = s.n_layers; a.per_layer_dim = P;
+    per_layer_inputs(a, stream_);
+}
+
+void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
+    const ModelSpec& s = spec_;
+    const int P = s.per_layer_dim, H = s.hidden_dim;
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    float* g = dbuf(DecodeBuf::ple_gate).as<float>();
+    // hidden_states = self.act_fn(self.per_layer_input_gate(hidden_states)) * per_layer_input
+    GemvArgs a{};
+    a.seg[0] = {L.per_layer_gate, nullptr, g, P};
+    a.n_seg = 1; a.cols = H; a.wdt = wdt_; a.x = x_.as<float>();
+    gemv(a, stream_);
+    per_layer_gate_act(g, dbuf(DecodeBuf::ple).as<float>() + size_t(il) * size_t(P), 0, 1, P, act, g, DType::f32, stream_);
+    // residual + self.post_per_layer_input_norm(self.per_layer_projection(hidden_states)); *= layer_scalar
+    add_projection(L.per_layer_proj, nullptr, L.per_layer_post_norm, P, g, s.layer_scalar ? L.layer_scalar : nullptr);
+}
+
+void CudaBackend::per_layer_inputs_prefill(int n) {
+    const ModelSpec& s = spec_;
+    const int P = s.per_layer_dim, LP = s.n_layers * P, H = s.hidden_dim;
+    float* ple = pbuf(PrefillBuf::ple).as<float>();
+    // The scaled embeddings as the projection's operand (transformers holds them in the weights' dtype).
+    to_dtype(px_.as<float>(), int64_t(n) * H, ph_.ptr, wdt_, stream_);
+    gemm(ple_proj_, LP, H, ph_.ptr, n, ple, DType::f32, LP);
+    PerLayerInputArgs a{};
+    a.proj = ple; a.table = ple_table_; a.ids = pids_.as<int32_t>(); a.norm_w = ple_norm_;
+    a.wdt = wdt_; a.norm_offset = s.norm_weight_offset; a.norm_eps = s.norm_eps;
+    a.proj_scale = float(1.0 / std::sqrt(double(H))); a.table_scale = ple_table_scale_;
+    a.input_scale = float(1.0 / std::sqrt(2.0));
+    a.n = n; a.n_layers = s.n_layers; a.per_layer_dim = P;
+    per_layer_inputs(a, stream_);
+}
+
+void CudaBackend::per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm) {
+    const ModelSpec& s = spec_;
+    const int P = s.per_layer_dim, LP = s.n_layers * P, H = s.hidden_dim;
+    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    float* x = px_.as<float>();
+    float* g = pbuf(PrefillBuf::ple_gate).as<float>();
+    // ph_ is free until the next norm below writes it: x as the gate's operand.
+    to_dtype(x, int64_t(n) * H, ph_.ptr, wdt_, stream_);
+    gemm(L.per_layer_gate, P, H, ph_.ptr, n, g, DType::f32, P);
+    per_layer_gate_act(g, pbuf(PrefillBuf::ple).as<float>() + size_t(il) * size_t(P), LP, n, P, act, pact_.ptr, wdt_, stream_);
+    float* y = ptmp_.as<float>();
+    gemm(L.per_layer_proj, H, P, pact_.ptr, n, y, DType::f32, H);
+    residual_rmsnorm(x, y, L.per_layer_post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_,
+                     s.layer_scalar ? L.layer_scalar : nullptr);
 }
 
 cudaGraphExec_t CudaBackend::capture_decode_graph() {
@@ -961,7 +1086,7 @@ void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, 
 void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     const ModelSpec& s = spec_;
     const int n = int(tokens.size());
-    const int H = s.hidden_dim, Q = s.q_dim(), KV = s.kv_dim(), F = s.ffn_dim, HD = s.head_dim;
+    const int H = s.hidden_dim;
     const int n_keys = n_past_ + n;
     const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
     prefill_cap_ = std::max(n, prefill_cap_);
@@ -973,8 +1098,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     if (cache_) cache_->begin_prefill();
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
+    if (s.per_layer_dim > 0) per_layer_inputs_prefill(n);
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
-    const int group = s.n_heads / s.n_kv_heads;
     // ph_ holds the normalized input of the next matrix product, in the weights' dtype.
     ws_->need(ws_->layer_block(0));
     residual_rmsnorm(x, nullptr, nullptr, layers_[0].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr,
@@ -986,32 +1111,38 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         if (s.is_delta_net(il)) {
             delta_net_prefill_layer(L, n);
         } else {
+            const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il), HD = s.layer_head_dim(il);
+            const int NH = s.layer_n_heads(il), NKV = s.layer_n_kv_heads(il), group = NH / NKV;
+            const bool own_kv = s.has_kv(il), k_eq_v = s.layers[size_t(il)].k_eq_v;
+            const DevLayer& C = layers_[size_t(s.kv_layer(il))];  // the layer whose cache it attends over
             // Qwen3.5: q_proj's rows are [q_h | gate_h] per head (QP = 2 Q), split after the GEMM.
-            const int QP = s.q_proj_rows(), QKV = QP + 2 * KV;
+            // Gemma 4: a KV-shared layer projects q alone; attention_k_eq_v has no v_proj (v is the raw k).
+            const int QP = s.layer_q_proj_rows(il), QKV = QP + 2 * KV;
             float* qkv = pqkv_.as<float>();
-            if (L.qkv_adjacent) {
+            if (own_kv && L.qkv_adjacent) {
                 gemm(L.wq, QKV, H, ph_.ptr, n, qkv, DType::f32, QKV);
             } else {
                 gemm(L.wq, QP, H, ph_.ptr, n, qkv, DType::f32, QKV);
-                gemm(L.wk, KV, H, ph_.ptr, n, qkv + QP, DType::f32, QKV);
-                gemm(L.wv, KV, H, ph_.ptr, n, qkv + QP + KV, DType::f32, QKV);
+                if (own_kv) gemm(L.wk, KV, H, ph_.ptr, n, qkv + QP, DType::f32, QKV);
+                if (own_kv && !k_eq_v) gemm(L.wv, KV, H, ph_.ptr, n, qkv + QP + KV, DType::f32, QKV);
             }
             float* q_split = pbuf(PrefillBuf::q_gate).as<float>();
             float* gate = q_split ? q_split + size_t(prefill_cap_) * Q : nullptr;
-            if (s.attn_output_gate) split_query_gate(qkv, QKV, n, s.n_heads, HD, q_split, Q, gate, stream_);
-            RopeArgs r = rope_args(L, sliding, s.attn_output_gate ? q_split : qkv, qkv + QP, qkv + QP + KV, n);
+            if (s.attn_output_gate) split_query_gate(qkv, QKV, n, NH, HD, q_split, Q, gate, stream_);
+            RopeArgs r = rope_args(il, s.attn_output_gate ? q_split : qkv, own_kv ? qkv + QP : nullptr,
+                                   k_eq_v ? qkv + QP : qkv + QP + KV, n);
             r.q_stride = s.attn_output_gate ? Q : QKV;
             r.k_stride = r.v_stride = QKV;
             r.pos0 = n_past_;
             r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
             rope_qkv(r, stream_);
 
-            if (flash_) {
+            if (flash(il)) {
                 PrefillAttnArgs fa{};
                 fa.q = pqb_.ptr; fa.q_stride = Q;
-                fa.k_cache = L.k_cache.ptr; fa.v_cache = L.v_cache.ptr;
+                fa.k_cache = C.k_cache.ptr; fa.v_cache = C.v_cache.ptr;
                 fa.out = patt_.ptr; fa.out_stride = Q;
-                fa.dt = kvdt_; fa.n_q = n; fa.n_heads = s.n_heads; fa.n_kv_heads = s.n_kv_heads; fa.head_dim = HD;
+                fa.dt = kvdt_; fa.n_q = n; fa.n_heads = NH; fa.n_kv_heads = NKV; fa.head_dim = HD;
                 fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
                 fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
                 prefill_attention(fa, stream_);
@@ -1028,26 +1159,26 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
                     for (int j = 0; j < group; ++j) {
                         // For kv head g: q head = g*group + j. Batch over g.
                         const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
-                        const void* kb = static_cast<const uint8_t*>(L.k_cache.ptr) + size_t(k_lo) * KV * ke;
-                        float* sc = pscores_.as<float>() + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used;
+                        const void* kb = static_cast<const uint8_t*>(C.k_cache.ptr) + size_t(k_lo) * KV * ke;
+                        float* sc = pscores_.as<float>() + size_t(j) * NKV * size_t(nq) * nk_used;
                         // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
                         TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
                             cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
-                            (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, s.n_kv_heads,
+                            (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, NKV,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
                     }
                     // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
                     // head order does not matter there, only in the P V product below.
-                    masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, s.n_heads, nq, nk_used, n_past_ + c0 - k_lo,
+                    masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, NH, nq, nk_used, n_past_ + c0 - k_lo,
                                    sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
                     for (int j = 0; j < group; ++j) {
-                        const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * s.n_kv_heads * size_t(nq) * nk_used * ke;
-                        const void* vb = static_cast<const uint8_t*>(L.v_cache.ptr) + size_t(k_lo) * KV * ke;
+                        const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * NKV * size_t(nq) * nk_used * ke;
+                        const void* vb = static_cast<const uint8_t*>(C.v_cache.ptr) + size_t(k_lo) * KV * ke;
                         void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
                         // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
                         TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
                             cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
-                            (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, s.n_kv_heads,
+                            (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, NKV,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
                     }
                 }
@@ -1067,6 +1198,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         }
         // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32
         // for the largest activation of the layer (f32 models keep f32).
+        const int F = s.layer_ffn_dim(il);
         void* gu = pgu_.ptr;
         void* up = static_cast<uint8_t*>(gu) + size_t(F) * we;
         if (L.gate_up_adjacent) {
@@ -1082,7 +1214,15 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         // whole head yet: a tied head is one more streamed block, and with a ring of two slots it
         // is only enqueued once this layer's slot is released below.
         ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
-        project_residual(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, H, F, pact_.ptr, n, next_norm);
+        // Gemma 4: the per-layer input joins after the MLP and the layer scalar follows; the next
+        // norm then comes after both.
+        const void* scalar = s.layer_scalar ? L.layer_scalar : nullptr;
+        if (s.per_layer_dim > 0) {
+            project_residual(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, H, F, pact_.ptr, n, nullptr);
+            per_layer_prefill(il, L, n, next_norm);
+        } else {
+            project_residual(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, H, F, pact_.ptr, n, next_norm, scalar);
+        }
         ws_->done(ws_->layer_block(il));
     }
     n_past_ += n;
@@ -1104,18 +1244,21 @@ void CudaBackend::grow_prefill_buffers(const PrefillBuffers& list) {
 }
 
 void CudaBackend::project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in,
-                                   int n, const void* next_norm) {
+                                   int n, const void* next_norm, const void* row_scale) {
     const ModelSpec& s = spec_;
     float* x = px_.as<float>();
+    void* out = next_norm ? ph_.ptr : nullptr;
     if (post_norm) {
         float* y = ptmp_.as<float>();
         gemm(w, rows, cols, in, n, y, DType::f32, rows);
         if (b) add_bias(y, b, wdt_, n, rows, stream_);
-        residual_rmsnorm(x, y, post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, ph_.ptr, wdt_, stream_);
+        residual_rmsnorm(x, y, post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, out, wdt_, stream_, row_scale);
     } else {
         gemm(w, rows, cols, in, n, x, DType::f32, rows, true);
         if (b) add_bias(x, b, wdt_, n, rows, stream_);
-        residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, ph_.ptr, wdt_, stream_);
+        if (next_norm || row_scale)
+            residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, rows, out, wdt_, stream_,
+                             row_scale);
     }
 }
 

@@ -126,6 +126,7 @@ struct NormShape {
     int n, hidden;
     bool post;     // Gemma-style: the added branch is RMS-normalized first
     DType out_dt;  // the normalized output's dtype (f32, or the case's dtype)
+    bool scale = false;  // Gemma 4's layer_scalar: x *= s after the add, before the norm
 };
 
 std::vector<Measured> residual_rmsnorm_case(CaseEnv& e, DType dt, const NormShape& c, double x_tol, double out_tol) {
@@ -133,6 +134,8 @@ std::vector<Measured> residual_rmsnorm_case(CaseEnv& e, DType dt, const NormShap
     auto x = randn(e.rng, size_t(n) * hidden), add = randn(e.rng, size_t(n) * hidden);
     auto w = randn(e.rng, size_t(hidden), 0.3f), pw = randn(e.rng, size_t(hidden), 0.3f);
     auto wb = store(w, dt), pwb = store(pw, dt);
+    Floats sc = {0.37f};
+    auto scb = store(sc, dt);
     Floats ref_x = x, ref_out(static_cast<size_t>(n) * hidden), tmp(static_cast<size_t>(hidden));
     for (int t = 0; t < n; ++t) {
         float* xr = &ref_x[size_t(t) * hidden];
@@ -140,11 +143,13 @@ std::vector<Measured> residual_rmsnorm_case(CaseEnv& e, DType dt, const NormShap
         if (c.post) cpu::rmsnorm_f32(ar, pw.data(), 1.0f, 1e-6f, tmp.data(), hidden);
         else std::copy_n(ar, hidden, tmp.data());
         for (int i = 0; i < hidden; ++i) xr[i] += tmp[size_t(i)];
+        if (c.scale)
+            for (int i = 0; i < hidden; ++i) xr[i] *= sc[0];
         cpu::rmsnorm_f32(xr, w.data(), 1.0f, 1e-6f, &ref_out[size_t(t) * hidden], hidden);
     }
-    Dev dx(x), dadd(add), dw(wb), dpw(pwb), dout(ref_out.size() * dtype_size(c.out_dt));
+    Dev dx(x), dadd(add), dw(wb), dpw(pwb), dsc(scb), dout(ref_out.size() * dtype_size(c.out_dt));
     residual_rmsnorm(dx.as<float>(), dadd.as<float>(), c.post ? dpw.p : nullptr, dw.p, dt, 1.0f, 1e-6f, n, hidden, dout.p,
-                     c.out_dt, nullptr);
+                     c.out_dt, nullptr, c.scale ? dsc.p : nullptr);
     return {{"residual", rel_err(dx.get(ref_x.size()), ref_x), x_tol},
             {"normalized", rel_err(dout.get(ref_out.size(), c.out_dt), ref_out), out_tol}};
 }
@@ -154,6 +159,10 @@ struct RopeShape {
     bool norm, bias;
     RopeScaling scaling;
     bool caches_in_dt;  // caches and q_out in the case's dtype (else f32)
+    // Gemma 4: the unweighted v-norm; a KV-shared layer (k null: q only, the caches untouched);
+    // attention_k_eq_v (v is the raw k); proportional RoPE rotates the first rotated_pairs pairs.
+    bool v_norm = false, shared = false, k_eq_v = false;
+    int rotated_pairs = 0;
 };
 struct RopeTols {
     double q, q_out, k, v;
@@ -167,13 +176,15 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
     rs.factor = 8;
     rs.original_max_position = 8192;
     rs.attention_factor = c.scaling == RopeScaling::yarn ? 1.2f : 1.0f;
+    if (c.scaling == RopeScaling::proportional) rs.factor = 1;
+    rs.rotated_pairs = c.rotated_pairs;
     const RopeTable table = make_rope_table(rs);
     const int Q = c.n_heads * c.hd, KV = c.n_kv * c.hd, n_ctx = c.pos0 + c.n;
     auto q = randn(e.rng, size_t(c.n) * Q), k = randn(e.rng, size_t(c.n) * KV), v = randn(e.rng, size_t(c.n) * KV);
     auto bq = randn(e.rng, size_t(Q)), bk = randn(e.rng, size_t(KV)), bv = randn(e.rng, size_t(KV));
     auto qn = randn(e.rng, size_t(c.hd), 0.3f), kn = randn(e.rng, size_t(c.hd), 0.3f);
     auto bqb = store(bq, dt), bkb = store(bk, dt), bvb = store(bv, dt), qnb = store(qn, dt), knb = store(kn, dt);
-    Floats rq = q, rk = k, rv = v;
+    Floats rq = q, rk = k, rv = c.k_eq_v ? k : v;
     for (int t = 0; t < c.n; ++t) {
         for (int h = 0; h < c.n_heads + c.n_kv; ++h) {
             const bool isq = h < c.n_heads;
@@ -187,6 +198,11 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
         }
         if (c.bias)
             for (int i = 0; i < KV; ++i) rv[size_t(t) * KV + size_t(i)] += bv[size_t(i)];
+        if (c.v_norm)
+            for (int h = 0; h < c.n_kv; ++h) {
+                float* vh = &rv[size_t(t) * KV + size_t(h) * c.hd];
+                cpu::rmsnorm_unweighted(vh, 1e-6f, vh, c.hd);
+            }
     }
     const DType cdt = c.caches_in_dt ? dt : DType::f32;
     const size_t es = dtype_size(cdt);
@@ -195,8 +211,9 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
     Dev dpos(std::vector<int>{c.pos0});
     RopeArgs a{};
     a.q = dq.as<float>();
-    a.k = dk.as<float>();
-    a.v = dv.as<float>();
+    a.k = c.shared ? nullptr : dk.as<float>();
+    a.v = c.k_eq_v ? dk.as<float>() : dv.as<float>();
+    a.v_norm = c.v_norm;
     a.q_stride = Q;
     a.k_stride = KV;
     a.v_stride = KV;
@@ -222,6 +239,14 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
     a.q_out = qo.p;
     a.q_out_dt = cdt;
     rope_qkv(a, nullptr);
+    if (c.shared) {
+        // A KV-shared layer leaves both caches as they were (poisoned: every byte 0xff).
+        const auto kb = kc.get<uint8_t>(size_t(n_ctx) * KV * es), vb = vc.get<uint8_t>(size_t(n_ctx) * KV * es);
+        const auto untouched = [](const std::vector<uint8_t>& b) { return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0xff; }); };
+        return {{"q in place", rel_err(dq.get(rq.size()), rq), tol.q},
+                {"q out", rel_err(qo.get(rq.size(), cdt), rq), tol.q_out},
+                {"caches untouched", untouched(kb) && untouched(vb) ? 0.0 : 1.0, 0.0}};
+    }
     // Only the rows at positions pos0.. were written; the poisoned rows before them are not compared.
     const Floats kcache = kc.get(size_t(n_ctx) * KV, cdt), vcache = vc.get(size_t(n_ctx) * KV, cdt);
     const Floats kgot(kcache.begin() + ptrdiff_t(size_t(c.pos0) * KV), kcache.end());
@@ -281,14 +306,22 @@ std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const Decod
 struct FusedShape {
     int n_heads, n_kv, hd, rotary, len, window;
     bool norm, bias;
+    // Gemma 4 (as RopeShape): v-norm, a KV-shared layer (no new row: it attends over the cache as
+    // its source layer left it), attention_k_eq_v, proportional RoPE with rotated_pairs pairs.
+    bool v_norm = false, shared = false, k_eq_v = false;
+    int rotated_pairs = 0;
 };
 
 // The decode attention with RoPE fused: raw q/k/v of the newest token in, the cache row written
 // and the attention output equal to rope_qkv on the CPU followed by attention.
 std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const FusedShape& c, double tol) {
     RopeSpec rs;
-    rs.theta = 10000;
+    rs.theta = c.rotated_pairs > 0 ? 1000000 : 10000;
     rs.rotary_dim = c.rotary;
+    if (c.rotated_pairs > 0) {
+        rs.scaling = RopeScaling::proportional;
+        rs.rotated_pairs = c.rotated_pairs;
+    }
     const RopeTable table = make_rope_table(rs);
     const int Q = c.n_heads * c.hd, KV = c.n_kv * c.hd, group = c.n_heads / c.n_kv, n_ctx = c.len + 3;
     const int pos = c.len - 1;
@@ -299,7 +332,7 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     auto bqb = store(bq, dt), bkb = store(bk, dt), bvb = store(bv, dt), qnb = store(qn, dt), knb = store(kn, dt);
     auto kb = store(k, dt), vb = store(v, dt);  // the cache holds the weights' dtype
     // CPU: prepare q heads and the new k, write k/v at pos (rounded as the cache stores them), attend.
-    Floats rq = q, rk = knew, rv = vnew;
+    Floats rq = q, rk = knew, rv = c.k_eq_v ? knew : vnew;
     for (int h = 0; h < c.n_heads + c.n_kv; ++h) {
         const bool isq = h < c.n_heads;
         const int head = isq ? h : h - c.n_heads;
@@ -311,12 +344,16 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     }
     if (c.bias)
         for (int i = 0; i < KV; ++i) rv[size_t(i)] += bv[size_t(i)];
+    if (c.v_norm)
+        for (int h = 0; h < c.n_kv; ++h) cpu::rmsnorm_unweighted(&rv[size_t(h) * c.hd], 1e-6f, &rv[size_t(h) * c.hd], c.hd);
     auto rk_st = rk, rv_st = rv;
     store(rk_st, dt);
     store(rv_st, dt);
     Floats kref = k, vref = v;
-    std::copy(rk_st.begin(), rk_st.end(), kref.begin() + ptrdiff_t(size_t(pos) * KV));
-    std::copy(rv_st.begin(), rv_st.end(), vref.begin() + ptrdiff_t(size_t(pos) * KV));
+    if (!c.shared) {
+        std::copy(rk_st.begin(), rk_st.end(), kref.begin() + ptrdiff_t(size_t(pos) * KV));
+        std::copy(rv_st.begin(), rv_st.end(), vref.begin() + ptrdiff_t(size_t(pos) * KV));
+    }
     const float scale = 1.0f / std::sqrt(float(c.hd));
     const int first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
     Floats ref(static_cast<size_t>(Q)), scores(static_cast<size_t>(c.len));
@@ -348,8 +385,9 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     a.rope_fused = true;
     RopeArgs& r = a.rope;
     r.q = dq.as<float>();
-    r.k = dkn.as<float>();
-    r.v = dvn.as<float>();
+    r.k = c.shared ? nullptr : dkn.as<float>();
+    r.v = c.k_eq_v ? dkn.as<float>() : dvn.as<float>();
+    r.v_norm = c.v_norm;
     r.bq = c.bias ? dbq.p : nullptr;
     r.bk = c.bias ? dbk.p : nullptr;
     r.bv = c.bias ? dbv.p : nullptr;
@@ -376,7 +414,15 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dk.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
     Floats kgot(static_cast<size_t>(KV));
     to_f32(row.data(), dt, kgot.data(), kgot.size());
-    return {{"attention output", rel_err(got, ref), tol}, {"k cache row", rel_err(kgot, rk_st), tol}};
+    TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dv.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
+    Floats vgot(static_cast<size_t>(KV));
+    to_f32(row.data(), dt, vgot.data(), vgot.size());
+    const Floats kwant(kref.begin() + ptrdiff_t(size_t(pos) * KV), kref.begin() + ptrdiff_t(size_t(pos + 1) * KV));
+    const Floats vwant(vref.begin() + ptrdiff_t(size_t(pos) * KV), vref.begin() + ptrdiff_t(size_t(pos + 1) * KV));
+    // (A KV-shared layer must leave the row as the cache had it: the same comparison, exactly.)
+    return {{"attention output", rel_err(got, ref), tol},
+            {"k cache row", rel_err(kgot, kwant), c.shared ? 0.0 : tol},
+            {"v cache row", rel_err(vgot, vwant), c.shared ? 0.0 : tol}};
 }
 
 struct PrefillShape {
@@ -906,6 +952,86 @@ std::vector<Measured> delta_net_case(CaseEnv& e, DType dt, const DeltaNetShape& 
             {"conv state", rel_err(dconv.get(ref_conv.size()), ref_conv), 0.0}};
 }
 
+struct PerLayerShape {
+    int n, n_layers, P, vocab;
+    bool host_table;  // the table in mapped pinned host memory (as the backend keeps it), else device memory
+};
+
+// Gemma 4's per-layer inputs: the projection's slices scaled, RMS-normed and combined with the
+// table's rows (CpuBackend::per_layer_inputs, step by step).
+std::vector<Measured> per_layer_inputs_case(CaseEnv& e, DType dt, const PerLayerShape& c, double tol) {
+    const int LP = c.n_layers * c.P;
+    auto proj = randn(e.rng, size_t(c.n) * LP, 3.0f), table = randn(e.rng, size_t(c.vocab) * LP);
+    auto nw = randn(e.rng, size_t(c.P), 0.3f);
+    auto tb = store(table, dt), nwb = store(nw, dt);
+    std::vector<int32_t> ids(static_cast<size_t>(c.n));
+    for (int t = 0; t < c.n; ++t) ids[size_t(t)] = int32_t((uint32_t(t) * 2654435761u + 7u) % uint32_t(c.vocab));
+    const float proj_scale = 1.0f / std::sqrt(1536.0f), table_scale = 16.0f, input_scale = float(1.0 / std::sqrt(2.0));
+    Floats ref = proj;
+    for (int t = 0; t < c.n; ++t)
+        for (int l = 0; l < c.n_layers; ++l) {
+            float* p = &ref[size_t(t) * LP + size_t(l) * c.P];
+            for (int i = 0; i < c.P; ++i) p[i] *= proj_scale;
+            cpu::rmsnorm_f32(p, nw.data(), 0.0f, 1e-6f, p, c.P);
+            for (int i = 0; i < c.P; ++i)
+                p[i] = (p[i] + table[size_t(ids[size_t(t)]) * LP + size_t(l) * c.P + size_t(i)] * table_scale) * input_scale;
+        }
+    Dev dproj(proj), dnw(nwb), dids(ids);
+    std::unique_ptr<Dev> dtable;
+    void* host = nullptr;
+    const void* table_ptr = nullptr;
+    if (c.host_table) {
+        TT_CUDA_CHECK(cudaHostAlloc(&host, tb.size(), cudaHostAllocMapped));
+        std::copy(tb.begin(), tb.end(), static_cast<uint8_t*>(host));
+        void* d = nullptr;
+        TT_CUDA_CHECK(cudaHostGetDevicePointer(&d, host, 0));
+        table_ptr = d;
+    } else {
+        dtable = std::make_unique<Dev>(tb);
+        table_ptr = dtable->p;
+    }
+    PerLayerInputArgs a{};
+    a.proj = dproj.as<float>();
+    a.table = table_ptr;
+    a.ids = dids.as<int32_t>();
+    a.norm_w = dnw.p;
+    a.wdt = dt;
+    a.norm_offset = 0;
+    a.norm_eps = 1e-6f;
+    a.proj_scale = proj_scale;
+    a.table_scale = table_scale;
+    a.input_scale = input_scale;
+    a.n = c.n;
+    a.n_layers = c.n_layers;
+    a.per_layer_dim = c.P;
+    per_layer_inputs(a, nullptr);
+    const Floats got = dproj.get(ref.size());
+    if (host) TT_CUDA_CHECK(cudaFreeHost(host));
+    return {{"per-layer inputs", rel_err(got, ref), tol}};
+}
+
+// act(g) * the layer's slice of the per-layer inputs (rows ld_pli apart), out in the case's dtype.
+std::vector<Measured> per_layer_gate_act_case(CaseEnv& e, DType dt, int n, int P, int n_layers, int layer, GateAct act, double tol) {
+    const int LP = n_layers * P;
+    auto g = randn(e.rng, size_t(n) * P, 2.0f), pli = randn(e.rng, size_t(n) * LP);
+    Floats ref(static_cast<size_t>(n) * P);
+    for (int t = 0; t < n; ++t)
+        for (int i = 0; i < P; ++i)
+            ref[size_t(t) * P + size_t(i)] = act_ref(act, g[size_t(t) * P + size_t(i)]) * pli[size_t(t) * LP + size_t(layer) * P + size_t(i)];
+    Dev dg(g), dpli(pli), dout(ref.size() * dtype_size(dt));
+    per_layer_gate_act(dg.as<float>(), dpli.as<float>() + size_t(layer) * P, LP, n, P, act, dout.p, dt, nullptr);
+    return {{act_name(act), rel_err(dout.get(ref.size(), dt), ref), tol}};
+}
+
+std::vector<Measured> to_dtype_case(CaseEnv& e, DType dt, int64_t n) {
+    auto x = randn(e.rng, size_t(n));
+    Floats ref = x;
+    store(ref, dt);
+    Dev dx(x), dout(size_t(n) * dtype_size(dt));
+    to_dtype(dx.as<float>(), n, dout.p, dt, nullptr);
+    return {{"rounded", rel_err(dout.get(size_t(n), dt), ref), 0.0}};  // round to nearest even on both sides: exact
+}
+
 // ---- the table ----
 
 constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
@@ -971,6 +1097,14 @@ std::vector<KernelCase> build_table() {
     for (DType dt : {f32, f16, bf16})
         for (int hidden : {64, 172, 4096, 5000})
             for (bool post : {false, true}) add_norm(dt, {7, hidden, post, f32}, false, 1e-6, 1e-5);
+    // Gemma 4's layer_scalar after the post-normed add (and alone, with no add: the MoE-free, PLE-free case).
+    auto add_norm_scaled = [&](DType dt, const NormShape& c) {
+        add("residual_rmsnorm", dt, fmt::format("n {} hidden {}{}, row scale, output {}", c.n, c.hidden, c.post ? ", post-norm" : "",
+                                                dtype_name(c.out_dt)),
+            false, [=](CaseEnv& e) { return residual_rmsnorm_case(e, dt, c, 1e-6, 1e-5); });
+    };
+    for (DType dt : {f32, bf16})
+        for (bool post : {false, true}) add_norm_scaled(dt, {5, 1536, post, f32, true});
 
     auto add_rope = [&](DType dt, const RopeShape& c, bool quick, const RopeTols& tol) {
         add("rope_qkv", dt,
@@ -989,6 +1123,21 @@ std::vector<KernelCase> build_table() {
                                     {32, 8, 128, 128, 1, 4000, true, false, RopeScaling::linear, false}};
     for (DType dt : {f32, f16, bf16})
         for (const RopeShape& c : rope_sweep) add_rope(dt, c, false, {1e-5, 1e-5, 1e-5, 1e-6});
+    // Gemma 4: the full layers' head_dim 512 with proportional RoPE (64 of 256 pairs rotate) and
+    // the v-norm; a KV-shared layer (q only); attention_k_eq_v; sliding layers' head_dim 256.
+    auto add_rope_g4 = [&](DType dt, const RopeShape& c) {
+        add("rope_qkv gemma4", dt,
+            fmt::format("heads {}/{} head_dim {} n {} pos {}, {} ({} pairs rotated){}{}{}", c.n_heads, c.n_kv, c.hd, c.n, c.pos0,
+                        c.scaling == RopeScaling::proportional ? "proportional" : "default", c.rotated_pairs, c.v_norm ? ", v-norm" : "",
+                        c.shared ? ", KV-shared (q only)" : "", c.k_eq_v ? ", k_eq_v" : ""),
+            false, [=](CaseEnv& e) { return rope_case(e, dt, c, {1e-5, 1e-5, 1e-5, 1e-5}); });
+    };
+    for (DType dt : {f32, bf16}) {
+        add_rope_g4(dt, {8, 1, 512, 512, 5, 700, true, false, RopeScaling::proportional, false, true, false, false, 64});
+        add_rope_g4(dt, {8, 1, 256, 256, 7, 3, true, false, RopeScaling::none, false, true, false, false, 0});
+        add_rope_g4(dt, {8, 1, 512, 512, 5, 700, true, false, RopeScaling::proportional, false, false, true, false, 64});
+        add_rope_g4(dt, {8, 2, 512, 512, 3, 9, true, false, RopeScaling::proportional, false, true, false, true, 64});
+    }
 
     auto add_decode = [&](DType kv, const DecodeShape& c, bool quick, double tol) {
         add("decode_attention", kv,
@@ -1000,7 +1149,9 @@ std::vector<KernelCase> build_table() {
     for (DType kv : {f32, bf16}) add_decode(kv, {8, 2, 64, 300, 0, 50.0f, 1}, true, 1e-4);
     const DecodeShape decode_sweep[] = {{4, 2, 16, 1, 0, 0, 2},       {4, 2, 16, 37, 8, 0, 2},         {32, 8, 128, 511, 0, 0, 2},
                                         {16, 8, 128, 3000, 0, 0, 2},  {8, 1, 64, 1025, 300, 50.0f, 2}, {12, 4, 256, 77, 0, 0, 2},
-                                        {32, 8, 128, 16384, 0, 0, 2}};
+                                        {32, 8, 128, 16384, 0, 0, 2},
+                                        // Gemma 4: head_dim 512 (full layers), one KV head; with a window and soft-capping
+                                        {8, 1, 512, 700, 0, 0, 2},    {8, 1, 512, 3000, 512, 30.0f, 2}};
     for (DType kv : {f32, bf16})
         for (const DecodeShape& c : decode_sweep) add_decode(kv, c, false, 1e-5);
 
@@ -1011,6 +1162,20 @@ std::vector<KernelCase> build_table() {
             add("decode_attention rope", dt,
                 fmt::format("heads {}/{} head_dim {} rotary {} len {} window {}{}{}", c.n_heads, c.n_kv, c.hd, c.rotary, c.len,
                             c.window, c.norm ? ", q/k norm" : "", c.bias ? ", bias" : ""),
+                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, dt == f32 ? 1e-5 : 1e-2); });
+    // Gemma 4 (E2B's heads: 8 query heads, 1 KV head): the full layers' head_dim 512 with
+    // proportional RoPE and the v-norm; a KV-shared layer reading the cache as its source left it;
+    // attention_k_eq_v; the sliding layers' head_dim 256 with a window.
+    const FusedShape g4_fused[] = {{8, 1, 512, 512, 600, 0, true, false, true, false, false, 64},
+                                   {8, 1, 512, 512, 600, 0, true, false, true, true, false, 64},
+                                   {8, 1, 512, 512, 40, 0, true, false, true, false, true, 64},
+                                   {8, 1, 256, 256, 900, 512, true, false, true, false, false, 0},
+                                   {8, 1, 256, 256, 900, 512, true, false, true, true, false, 0}};
+    for (DType dt : {f32, bf16})
+        for (const FusedShape& c : g4_fused)
+            add("decode_attention rope gemma4", dt,
+                fmt::format("heads {}/{} head_dim {} len {} window {}{}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
+                            c.rotated_pairs ? ", proportional" : "", c.shared ? ", KV-shared" : "", c.k_eq_v ? ", k_eq_v" : ""),
                 false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, dt == f32 ? 1e-5 : 1e-2); });
 
     auto add_prefill = [&](DType dt, const PrefillShape& c, bool quick, double tol) {
@@ -1126,6 +1291,19 @@ std::vector<KernelCase> build_table() {
     };
     for (DType dt : {f32, f16, bf16})
         for (const SharedExpertShape& c : shared_sweep) add_shared(dt, c, false, 1e-4);
+
+    // Gemma 4's per-layer inputs: E2B's 35 layers of 256 (decode, one token, the table in mapped
+    // host memory as the backend keeps it; a prefill chunk), and a tiny odd shape.
+    for (DType dt : {f32, bf16}) {
+        for (const PerLayerShape& c : {PerLayerShape{1, 35, 256, 3000, true}, {300, 35, 256, 3000, true}, {9, 6, 8, 256, false}})
+            add("per_layer_inputs", dt, fmt::format("n {} layers {} P {}{}", c.n, c.n_layers, c.P, c.host_table ? ", table in host memory" : ""),
+                dt == f32 && c.n == 9, [=](CaseEnv& e) { return per_layer_inputs_case(e, dt, c, 1e-5); });
+        for (GateAct act : {GateAct::gelu_tanh, GateAct::silu})
+            add("per_layer_gate_act", dt, fmt::format("n 37 P 256 layer 12 of 35, {}", act_name(act)), false,
+                [=](CaseEnv& e) { return per_layer_gate_act_case(e, dt, 37, 256, 35, 12, act, dt == f32 ? 1e-6 : 1e-2); });
+    }
+    for (DType dt : {f16, bf16})
+        add("to_dtype", dt, "1000003 values", false, [=](CaseEnv& e) { return to_dtype_case(e, dt, 1000003); });
 
     for (DType dt : {f32, f16, bf16})
         for (int cols : {72, 37})

@@ -56,4 +56,17 @@ void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
     TT_CUDA_LAUNCH_CHECK();
 }
 
+template <typename O>
+__global__ void to_dtype_kernel(const float* x, int64_t n, O* out) {
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        out[i] = from_float<O>(x[i]);
+}
+
+void to_dtype(const float* x, int64_t n, void* out, DType dt, cudaStream_t s) {
+    TT_DISPATCH_FLOAT(dt, O, launch(to_dtype_kernel<O>, blocks_for(n), 256, 0, s, x, n, static_cast<O*>(out)));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace tt::cuda

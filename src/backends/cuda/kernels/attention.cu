@@ -28,7 +28,8 @@ __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
 // prepares its group's q heads itself (bias, q/k norm, RoPE: the same rope.cuh as prefill), and the
 // block whose split holds the newest position also writes that position's k and v into the cache.
 // The last block of a KV head to finish merges the splits of its group (no second launch).
-template <typename W, typename KV, bool ROPE>
+// NR: key floats per lane (head_dim <= 32 NR): 8 up to head_dim 256, 16 for Gemma 4's 512.
+template <typename W, typename KV, bool ROPE, int NR>
 __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnArgs a, int max_chunk) {
     extern __shared__ float smem[];
     const int kvh = blockIdx.x, split = blockIdx.y;
@@ -60,9 +61,10 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     {
         if constexpr (ROPE) {
             // One warp per head: the group's q heads, and the new k when this split holds the
-            // newest position (its k and v go into the cache before the scores read it).
+            // newest position (its k and v go into the cache before the scores read it). A
+            // KV-shared layer (r.k null) writes nothing: its source layer wrote the row this step.
             const RopeArgs& r = a.rope;
-            const bool newest = end == len;
+            const bool newest = end == len && r.k;
             float* s_k = s_p;  // borrowed until the scores are written
             for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
                 if (task < group) {
@@ -79,10 +81,8 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
                                     r.attention_factor, pos);
                     KV* kc = static_cast<KV*>(r.k_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
                     KV* vc = static_cast<KV*>(r.v_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                    for (int d = lane; d < hd; d += 32) {
-                        kc[d] = from_float<KV>(s_k[d]);
-                        vc[d] = from_float<KV>(r.v[size_t(kvh) * hd + d] + (bv ? to_float(bv[size_t(kvh) * hd + d]) : 0.0f));
-                    }
+                    write_kv_head<W, KV>(kc, vc, s_k, r.v + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
+                                         r.norm_eps);
                 }
             }
         } else {
@@ -95,14 +95,14 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
         // using any, so their DRAM latencies overlap instead of queueing one after another.
         constexpr int k_batch = 4;
         for (int j0 = start + warp; j0 < end; j0 += k_batch * n_warps) {
-            float kv_reg[k_batch][8];  // head_dim <= 256
+            float kv_reg[k_batch][NR];
 #pragma unroll
             for (int b = 0; b < k_batch; ++b) {
                 const int j = j0 + b * n_warps;
                 if (j < end) {
                     const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
 #pragma unroll
-                    for (int i = 0; i < 8; ++i)
+                    for (int i = 0; i < NR; ++i)
                         if (lane + 32 * i < hd) kv_reg[b][i] = to_float(krow[lane + 32 * i]);
                 }
             }
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
                 for (int g = 0; g < group; ++g) {
                     float dot = 0;
 #pragma unroll
-                    for (int i = 0; i < 8; ++i)
+                    for (int i = 0; i < NR; ++i)
                         if (lane + 32 * i < hd) dot += s_q[g * hd + lane + 32 * i] * kv_reg[b][i];
                     dot = warp_sum(dot) * a.scale;
                     if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
@@ -242,14 +242,15 @@ int decode_attention_splits(int n_kv_heads, int n_sms) {
 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int group = a.n_heads / a.n_kv_heads;
-    if (group > k_max_group || a.head_dim > 256) fail("decode attention: GQA group {} or head_dim {} too large", group, a.head_dim);
+    if (group > k_max_group || a.head_dim > 512) fail("decode attention: GQA group {} or head_dim {} too large", group, a.head_dim);
     const int max_chunk = std::max(k_min_chunk, (a.n_ctx + a.n_splits - 1) / a.n_splits);
     // s_p doubles as the newest k row under ROPE, so it holds at least head_dim floats.
     const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits));
     const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
-        auto k = a.rope_fused ? decode_attn_kernel<W, KV, true> : decode_attn_kernel<W, KV, false>;
+        auto k = a.head_dim <= 256 ? (a.rope_fused ? decode_attn_kernel<W, KV, true, 8> : decode_attn_kernel<W, KV, false, 8>)
+                                   : (a.rope_fused ? decode_attn_kernel<W, KV, true, 16> : decode_attn_kernel<W, KV, false, 16>);
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         launch(k, grid, k_attn_threads, smem, s, a, max_chunk);
     }));

@@ -20,17 +20,21 @@ void embedding(const void* embd, DType dt, const int32_t* ids, int n, int hidden
 // Per row t < n: if add != null, x += add (add optionally first RMS-normalized with add_norm_w:
 // Gemma's post-norms); then out = rmsnorm(x) * (w + offset) written as out_dt (f32/f16/bf16).
 // w / add_norm_w are in dtype wdt. x [n, hidden] is the f32 residual stream (updated in place).
-// out == null: only the residual update.
+// out == null: only the residual update. row_scale (a [1] weight in wdt, or null): x is multiplied
+// by it after the add and before the norm (Gemma 4's layer_scalar).
 void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const void* w, DType wdt, float offset,
-                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s);
+                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s, const void* row_scale = nullptr);
 
 // ---- rope.cu ----
 // For n tokens at positions pos0 + t (pos0 read from device memory *d_pos0 when non-null, else
 // the value pos0): add biases, per-head q/k RMSNorm (when q_norm/k_norm non-null), RoPE on the
 // first rotary_dim dims of each head, then write k and v rows into the caches (kv_dt) at their
 // positions and q (f32 in place, and also as q_out in q_out_dt when q_out non-null).
+// Gemma 4: k == null for a KV-shared layer (only q is prepared, nothing is written to a cache);
+// v may alias k (attention_k_eq_v: the values are the raw key projection, read before k is
+// normalized, which never happens in place); v_norm normalizes each v head without a weight.
 struct RopeArgs {
-    float* q; float* k; const float* v;       // [n, q_dim], [n, kv_dim], [n, kv_dim] (f32, contiguous rows)
+    float* q; float* k; const float* v;       // [n, q_dim], [n, kv_dim], [n, kv_dim] (f32, rows q/k/v_stride apart)
     int q_stride, k_stride, v_stride;          // row strides in floats
     const void* bq; const void* bk; const void* bv;  // biases (wdt) or null
     const void* q_norm; const void* k_norm;    // [head_dim] (wdt) or null
@@ -44,6 +48,7 @@ struct RopeArgs {
     const int* d_pos0; int pos0;
     void* k_cache; void* v_cache; DType kv_dt; // [n_ctx, kv_dim]
     void* q_out; DType q_out_dt;               // [n, q_dim] or null
+    bool v_norm;                               // Gemma 4's unweighted v-norm (eps norm_eps)
 };
 void rope_qkv(const RopeArgs& a, cudaStream_t s);
 
@@ -79,6 +84,28 @@ void gated_act(const void* g, const void* u, DType in_dt, int ld, const void* bg
 void add_bias(float* y, const void* b, DType wdt, int n, int rows, cudaStream_t s);
 // x = cap * tanh(x / cap): logit soft-capping.
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
+// out[i] = x[i] rounded to dt, for i < n: f32 activations as a GEMM operand.
+void to_dtype(const float* x, int64_t n, void* out, DType dt, cudaStream_t s);
+
+// ---- per_layer.cu ----  Gemma 4's per-layer inputs.
+// For each token t < n and layer l: p = proj[t, l*P:(l+1)*P] * proj_scale, p = rmsnorm(p) *
+// (norm_w + norm_offset), then proj[t, l*P + i] = (p[i] + table[ids[t], l*P + i] * table_scale) *
+// input_scale, in place (f32). table (wdt, [vocab, n_layers * P]) may be registered host memory.
+struct PerLayerInputArgs {
+    float* proj;              // [n, n_layers * P] f32: per_layer_model_projection(embeddings), in, and the inputs, out
+    const void* table;        // embed_tokens_per_layer [vocab, n_layers * P] (wdt)
+    const int32_t* ids;       // [n] token ids (device)
+    const void* norm_w;       // per_layer_projection_norm [P] (wdt)
+    DType wdt;
+    float norm_offset, norm_eps;
+    float proj_scale, table_scale, input_scale;  // hidden ** -0.5, sqrt(P) in the table's dtype, 2 ** -0.5
+    int n, n_layers, per_layer_dim;
+};
+void per_layer_inputs(const PerLayerInputArgs& a, cudaStream_t s);
+// out[t, i] = act(g[t, i]) * pli[t * ld_pli + i] for t < n, i < per_layer_dim: g [n, P] f32 (the
+// per_layer_input_gate's output), pli the layer's slice of the per-layer inputs; out [n, P] in out_dt.
+void per_layer_gate_act(const float* g, const float* pli, int ld_pli, int n, int per_layer_dim, GateAct act, void* out,
+                        DType out_dt, cudaStream_t s);
 
 // ---- attention.cu ----
 // Decode (one query per head) with the sequence split over blocks (flash-decoding), GQA-aware:

@@ -8,7 +8,7 @@ namespace tt::cuda {
 
 template <typename W, typename O>
 __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add_norm_w, const W* w, float offset,
-                                        float eps, int hidden, O* out) {
+                                        float eps, int hidden, O* out, const W* row_scale) {
     extern __shared__ float row[];  // [hidden]
     __shared__ float scratch[32];
     pdl_wait();
@@ -28,9 +28,12 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add
     } else {
         for (int i = threadIdx.x; i < hidden; i += blockDim.x) row[i] = x[base + i] + (add ? add[base + i] : 0.0f);
     }
+    // Gemma 4: hidden_states *= self.layer_scalar, on the whole residual stream, before the next norm
+    const float scale = row_scale ? to_float(row_scale[0]) : 1.0f;
     float ss = 0;
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
-        if (add) x[base + i] = row[i];
+        if (row_scale) row[i] *= scale;
+        if (add || row_scale) x[base + i] = row[i];
         ss += row[i] * row[i];
     }
     if (!out) return;  // residual update only (the next GEMV normalizes x itself)
@@ -40,13 +43,13 @@ __global__ void residual_rmsnorm_kernel(float* x, const float* add, const W* add
 }
 
 void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const void* w, DType wdt, float offset,
-                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s) {
+                      float eps, int n, int hidden, void* out, DType out_dt, cudaStream_t s, const void* row_scale) {
     const size_t smem = size_t(hidden) * sizeof(float);
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O, {
         auto k = residual_rmsnorm_kernel<W, O>;
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         launch(k, n, 256, smem, s, x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
-               static_cast<O*>(out));
+               static_cast<O*>(out), static_cast<const W*>(row_scale));
     }));
     TT_CUDA_LAUNCH_CHECK();
 }

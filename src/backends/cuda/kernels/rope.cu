@@ -1,5 +1,6 @@
 // q/k post-processing after the prefill projections, one warp per (token, head): biases,
-// Qwen3/Gemma per-head q/k RMSNorm, rotary embedding (rope.cuh), and the KV-cache write of k and v.
+// Qwen3/Gemma per-head q/k RMSNorm, rotary embedding (rope.cuh), and the KV-cache write of k and v
+// (with Gemma 4's v-norm).
 // (Decode does the same inside its attention kernel, attention.cu.)
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
@@ -13,7 +14,7 @@ template <typename W, typename KV, typename QO>
 __global__ void rope_qkv_kernel(RopeArgs a) {
     extern __shared__ float smem[];  // [k_heads_per_block][head_dim]
     const int t = blockIdx.x, hh = blockIdx.y * k_heads_per_block + (threadIdx.x >> 5);
-    if (hh >= a.n_heads + a.n_kv_heads) return;
+    if (hh >= a.n_heads + (a.k ? a.n_kv_heads : 0)) return;  // a KV-shared layer: q heads only
     const bool is_q = hh < a.n_heads;
     const int head = is_q ? hh : hh - a.n_heads;
     const int hd = a.head_dim, lane = threadIdx.x & 31;
@@ -35,15 +36,12 @@ __global__ void rope_qkv_kernel(RopeArgs a) {
         KV* vc = static_cast<KV*>(a.v_cache) + size_t(pos) * kv_dim + size_t(head) * hd;
         const float* vsrc = a.v + size_t(t) * a.v_stride + size_t(head) * hd;
         const W* bv = static_cast<const W*>(a.bv);
-        for (int d = lane; d < hd; d += 32) {
-            kc[d] = from_float<KV>(hv[d]);
-            vc[d] = from_float<KV>(vsrc[d] + (bv ? to_float(bv[size_t(head) * hd + d]) : 0.0f));
-        }
+        write_kv_head<W, KV>(kc, vc, hv, vsrc, bv ? bv + size_t(head) * hd : nullptr, hd, a.v_norm, a.norm_eps);
     }
 }
 
 void rope_qkv(const RopeArgs& a, cudaStream_t s) {
-    const int heads = a.n_heads + a.n_kv_heads;
+    const int heads = a.n_heads + (a.k ? a.n_kv_heads : 0);
     const dim3 grid(unsigned(a.n), unsigned((heads + k_heads_per_block - 1) / k_heads_per_block));
     const size_t smem = size_t(k_heads_per_block) * a.head_dim * sizeof(float);
     const DType qdt = a.q_out ? a.q_out_dt : DType::f32;

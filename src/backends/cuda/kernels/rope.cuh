@@ -39,4 +39,25 @@ __device__ void prepare_head(float* hv, const float* src, const W* bias, const W
     __syncwarp();
 }
 
+// One KV head's cache rows at one position, written by one warp: k from the prepared head hk
+// (shared memory), v = vsrc (+ bias), through Gemma 4's unweighted RMSNorm when v_norm.
+template <typename W, typename KV>
+__device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc, const W* bv, int hd, bool v_norm, float eps) {
+    const int lane = threadIdx.x & 31;
+    float inv = 1.0f;
+    if (v_norm) {
+        float ss = 0;
+        for (int d = lane; d < hd; d += 32) {
+            const float v = vsrc[d] + (bv ? to_float(bv[d]) : 0.0f);
+            ss += v * v;
+        }
+        inv = rsqrtf(warp_sum(ss) / hd + eps);
+    }
+    for (int d = lane; d < hd; d += 32) {
+        kc[d] = from_float<KV>(hk[d]);
+        const float v = vsrc[d] + (bv ? to_float(bv[d]) : 0.0f);
+        vc[d] = from_float<KV>(v_norm ? v * inv : v);
+    }
+}
+
 }  // namespace tt::cuda

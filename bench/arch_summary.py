@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""The summary of bench/qwen3_5_bench.sh: each figure beside its roofline, the other engines and
-issue #17's target (decode >= 1,000 tok/s and >= 1.5x llama.cpp, pp2048 >= 2x llama.cpp, min
-cosine >= 0.999 against transformers' bf16 logits). Markdown on stdout.
-usage: qwen3_5_summary.py RESULTS_DIR"""
+"""The summary of bench/arch_bench.sh: each figure beside its roofline, the other engines and the
+issue's targets, and parity (min cosine >= 0.999 against transformers' bf16 logits). Markdown on stdout.
+usage: arch_summary.py RESULTS_DIR MODEL"""
 import json, os, sys
 
-res = sys.argv[1]
+res, model = sys.argv[1], sys.argv[2]
+# Per model: its title, the reference prompt's length, and the targets against llama.cpp (decode
+# ratio, decode tok/s or None, prefill pp2048 ratio).
+MODELS = {
+    "qwen3.5-0.8b": ("Qwen3.5-0.8B", 320, 1.5, 1000, 2.0),   # issue #17
+    "gemma4-e2b": ("Gemma-4-E2B", 600, 1.3, None, 1.5),      # issue #18
+}
+title, ref_len, tg_ratio, tg_abs, pp_ratio = MODELS[model]
 
 
 def load(name):
@@ -35,7 +41,7 @@ def llama(test):
 
 
 bench, hf, doctor = load("bench.json"), load("hf.json"), load("doctor.json")
-print("# Qwen3.5-0.8B shape (random bf16 weights), ThinTensor beside llama.cpp and transformers\n")
+print(f"# {title} shape (random bf16 weights), ThinTensor beside llama.cpp and transformers\n")
 if bench:
     print(f"{bench['backend']}, profile {bench['profile']}, {bench['params'] / 1e6:.1f} M params, "
           f"peak VRAM {bench['peak_vram_bytes'] / 2**30:.2f} GiB (ThinTensor); device copy "
@@ -43,7 +49,7 @@ if bench:
 print("| test | ThinTensor tok/s | roofline | llama.cpp tok/s | ratio | target | transformers tok/s | ratio |")
 print("|---|---:|---|---:|---:|---|---:|---:|")
 rows = {r["test"]: r for r in (bench or {}).get("results", [])}
-for test, target in (("tg128", 1.5), ("pp512", None), ("pp2048", 2.0)):
+for test, target in (("tg128", tg_ratio), ("pp512", None), ("pp2048", pp_ratio)):
     r = rows.get(test)
     ours = r["tokens_per_s"] if r else None
     if r and "roofline_tokens_per_s" in r:
@@ -58,8 +64,8 @@ for test, target in (("tg128", 1.5), ("pp512", None), ("pp2048", 2.0)):
         hf_ts = hf.get("hf_decode_tok_s") if test.startswith("tg") else hf.get("hf_prefill_tok_s") if test == "pp2048" else None
     ratio = f"x{ours / ll[0]:.2f}" if ours and ll else "-"
     met = "-" if target is None else ("not measured" if not (ours and ll) else "met" if ours / ll[0] >= target else "not met") + f" (x{target})"
-    if test == "tg128" and ours:
-        met += f"; {'met' if ours >= 1000 else 'not met'} (1,000 tok/s)"
+    if test == "tg128" and ours and tg_abs:
+        met += f"; {'met' if ours >= tg_abs else 'not met'} ({tg_abs:,} tok/s)"
     ours_s = f"{ours:,.1f} ± {r['sd']:.1f}" if r else "-"
     ll_s = f"{ll[0]:,.1f} ± {ll[1]:.1f}" if ll else "-"
     hf_s = f"{hf_ts:,.1f}" if hf_ts else "-"
@@ -67,23 +73,31 @@ for test, target in (("tg128", 1.5), ("pp512", None), ("pp2048", 2.0)):
     print(f"| {test} | {ours_s} | {roof} | {ll_s} | {ratio} | {met} | {hf_s} | {hf_ratio} |")
 if hf:
     print(f"\ntransformers {hf.get('transformers')} (torch {hf.get('torch')}): decode is eager `generate` (tg32), "
-          f"prefill one forward pass over {hf.get('hf_prefill_len')} tokens; its delta-rule kernels fall back to torch.")
+          f"prefill one forward pass over {hf.get('hf_prefill_len')} tokens" +
+          ("; its delta-rule kernels fall back to torch." if model.startswith("qwen3.5") else "."))
+plan = (load("plan.json") or {}).get("plan")
+if plan:
+    where = [f"{b['name']} {b['placement']}" for b in plan.get("blocks", []) if not b["name"].startswith("layer.")]
+    ram = "; ".join(f"{l['what']} {l['bytes'] / 1e9:.2f} GB" for l in plan.get("ram", []))
+    print(f"\nplan: {plan['n_resident_layers']} of {plan['n_layers']} layers resident, VRAM {plan['vram_used'] / 1e9:.2f} GB; "
+          f"{', '.join(where)}" + (f"; host memory: {ram}" if ram else ""))
 
 print("\n## Parity\n")
 print("| ThinTensor | against | positions | min cosine | max abs dlogit | mean KL | top-1 | bound 0.999 |")
 print("|---|---|---:|---:|---:|---:|---:|---|")
-for name, ours, ref in (("ref-cuda-logits_bf16.json", "cuda, bf16 archive", "transformers bf16 logits (320 tokens)"),
+for name, ours, ref in (("ref-cuda-logits_bf16.json", "cuda, bf16 archive", f"transformers bf16 logits ({ref_len} tokens)"),
                         ("ref-cuda-logits_f32.json", "cuda, bf16 archive", "transformers f32 arithmetic, same weights"),
                         ("ref-cpu-logits_f32.json", "cpu, bf16 archive", "transformers f32 arithmetic, same weights")):
     v = load(name)
     if v:
         print(f"| {ours} | {ref} | {v['positions']} | {v['min_cosine']:.8f} | {v['max_abs_diff']:.3e} | "
               f"{v['mean_kl']:.3e} | {v['top1_agreement']:.4f} | {'met' if v['min_cosine'] >= 0.999 else 'not met'} |")
-for dt in ("bfloat16", "float32"):
-    v = load(f"hf-model-{dt}.json")
+for dt in ("bfloat16", "float32", "quick"):
+    v = load(f"hf-model-{dt}.json") if dt != "quick" or model == "gemma4-e2b" else None
     if v:
         o = v["overall"]
-        print(f"| cuda, bf16 archive | live transformers {dt}, --suite full ({len(v['prompts'])} prompts) | {o['positions']} | "
+        what = "the archive's dtype, --suite quick (the seed's form)" if dt == "quick" else f"{dt}, --suite full"
+        print(f"| cuda, bf16 archive | live transformers {what} ({len(v['prompts'])} prompts), pass {v.get('pass')} | {o['positions']} | "
               f"{o['min_cosine']:.8f} ({o['min_cosine_prompt']}) | {o['max_abs_diff']:.3e} | {o['mean_kl']:.3e} | "
               f"{o['top1_agreement']:.4f} | {'met' if o['min_cosine'] >= 0.999 else 'not met'} |")
         for p in v["prompts"]:
