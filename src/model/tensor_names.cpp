@@ -212,9 +212,9 @@ std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     if (s.tied_embeddings) out.back().hf_alt_name = row(Role::output).hf;
     const int64_t P = s.per_layer_dim, LP = int64_t(s.n_layers) * P;
     if (P > 0) {
-        add(Role::per_layer_token_embd, -1, {s.per_layer_vocab, LP}, "embed");
-        add(Role::per_layer_model_proj, -1, {LP, h}, "embed");
-        add(Role::per_layer_proj_norm, -1, {P}, "embed");
+        add(Role::per_layer_token_embd, -1, {s.per_layer_vocab, LP}, std::string(k_per_layer_embd_block));
+        add(Role::per_layer_model_proj, -1, {LP, h}, std::string(k_per_layer_block));
+        add(Role::per_layer_proj_norm, -1, {P}, std::string(k_per_layer_block));
     }
     for (int il = 0; il < s.n_layers; ++il) {
         const std::string b = fmt::format("layer.{}", il);

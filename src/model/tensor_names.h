@@ -55,7 +55,8 @@ enum class Role {
     ssm_a_log,       // [v_heads]
     ssm_norm,        // [v_head_dim]          the gated RMSNorm's weight (plain w)
     ssm_out,         // [hidden, value_dim]
-    // Gemma 4's per-layer inputs (ModelSpec::per_layer_dim = P > 0; L = n_layers), in the embed block:
+    // Gemma 4's per-layer inputs (ModelSpec::per_layer_dim = P > 0; L = n_layers). The table is a
+    // block of its own (k_per_layer_embd_block), the projection and its norm another (k_per_layer_block):
     per_layer_token_embd,  // [per_layer_vocab, L * P]  row `token`: the L per-layer embeddings side by side
     per_layer_model_proj,  // [L * P, hidden]           projects the token embedding to the L inputs
     per_layer_proj_norm,   // [P]                       RMSNorm of each projected input
@@ -65,6 +66,13 @@ enum class Role {
     per_layer_post_norm,   // [hidden]                  post_per_layer_input_norm
     layer_scalar,          // [1]                       multiplies the layer's output (ModelSpec::layer_scalar)
 };
+
+// Gemma 4's per-layer input blocks, stored right after "embed". note: the table (4.7 GB in bf16 for
+// Gemma-4-E2B, one row read per token) has a block of its own so the fit planner can leave it in
+// registered host memory apart from the embedding, which a tied model's head reads whole; the
+// projection and its norm (read whole every token, before layer 0) are the second block.
+inline constexpr std::string_view k_per_layer_embd_block = "per_layer_embd";  // per_layer_token_embd
+inline constexpr std::string_view k_per_layer_block = "per_layer";            // per_layer_model_proj, per_layer_proj_norm
 
 // Internal name: "token_embd.weight", "blk.3.attn_q.weight", "blk.3.expert.17.ffn_gate.weight", ...
 std::string tensor_name(Role role, int layer = -1, int expert = -1);
@@ -77,7 +85,8 @@ struct TensorPlan {
     int layer;              // -1 for whole-model tensors
     std::string name;       // internal name in the archive
     Shape shape;            // expected shape
-    std::string block;      // "embed", "layer.N", "layer.N.expert.E", "output": the contiguous group it is stored in
+    // The contiguous group it is stored in: "embed", "per_layer_embd", "per_layer", "layer.N", "layer.N.expert.E", "output".
+    std::string block;
     std::string hf_name;    // source tensor in the HF checkpoint
     // note: Phi-3 fuses q/k/v (and gate/up) into one matrix, and fused experts stack every expert
     // in one 3-D tensor; the converter cuts the slice out, so the runtime sees one layout for every

@@ -82,7 +82,10 @@ ModelWeights bind_weights(const Archive& a, const ModelSpec& spec) {
         if (t->view.quant == QuantScheme::none && !dtype_is_float(t->view.dtype))
             fail("{}: tensor '{}': expected a float dtype, found {}", a.path(), p.name, dtype_name(t->view.dtype));
         if (t->block != p.block)
-            fail("{}: tensor '{}' is stored in block '{}', expected '{}'", a.path(), p.name, t->block, p.block);
+            fail("{}: tensor '{}' is stored in block '{}', expected '{}'{}", a.path(), p.name, t->block, p.block,
+                 // Gemma 4 archives converted before the per-layer blocks existed (tensor_names.h).
+                 t->block == "embed" && (p.block == k_per_layer_embd_block || p.block == k_per_layer_block)
+                     ? " (an archive written by an older ThinTensor; re-convert it)" : "");
         *slot(w, p.role, p.layer, p.expert) = &t->view;
     }
     if (spec.tied_embeddings) w.output = w.token_embd;

@@ -5,6 +5,8 @@
 // all are resident. Otherwise:
 //   1. the token embedding (unless it is also the output head) moves to registered host memory:
 //      decode reads one row of it per token, so it costs nothing on the bus;
+//      (Gemma 4's per-layer embedding table, a block of its own, is there whenever it can be,
+//      even when everything would fit: it is read one row per token too, and large);
 //   2. the output head stays resident and the LAST layers are streamed through a ring of 2 slots
 //      of the largest streamed block, keeping as many first layers resident as fit: at the start of
 //      a token the copy engine prefetches the first streamed layers while the resident ones compute;
@@ -152,22 +154,30 @@ namespace {
 // The sizes an expert-cache plan is made of.
 struct ExpertCacheSizes {
     bool embed_host = false;     // the token embedding in registered host memory
-    uint64_t dense = 0;          // resident: every block but the experts (and a host-mapped embedding)
+    uint64_t dense = 0;          // resident: every block but the experts (and the host-mapped tables)
     uint64_t expert_total = 0, slot = 0;
     int n_experts = 0, min_slots = 0;
     uint64_t min_vram = 0;       // fixed + dense + min_slots slots
 };
-ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, int embed, bool embed_can_leave) {
+// The row tables a plan may leave in registered host memory (block indices, -1 when absent).
+struct HostTables {
+    int embed = -1;
+    bool embed_can_leave = false;  // untied, registrable, within the RAM budget
+    int ple = -1;                  // Gemma 4's per-layer table ("per_layer_embd")
+    bool ple_host = false;         // it is host-mapped (registrable, within the RAM budget)
+};
+
+ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, const HostTables& ht) {
     const ModelSpec& s = in.spec;
     ExpertCacheSizes z;
-    z.embed_host = !s.tied_embeddings && embed_can_leave;
+    z.embed_host = !s.tied_embeddings && ht.embed_can_leave;
     for (size_t i = 0; i < in.blocks.size(); ++i) {
         const PlanBlock& b = in.blocks[i];
         if (b.expert >= 0) {
             z.slot = std::max(z.slot, round_up(b.bytes, k_thin_align));
             z.expert_total += b.bytes;
             ++z.n_experts;
-        } else if (!(z.embed_host && int(i) == embed)) {
+        } else if (!(z.embed_host && int(i) == ht.embed) && !(ht.ple_host && int(i) == ht.ple)) {
             z.dense += round_up(b.bytes, k_thin_align);
         }
     }
@@ -181,12 +191,12 @@ ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, int emb
 // in registered host memory when it can be), the experts in registered host memory, and the
 // VRAM left over as a pool of expert slots shared by all layers. A decode token reads top_k
 // experts per MoE layer; a miss is fetched within its layer, so its bytes add to the step.
-Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLine>& fixed_lines, int embed, bool embed_can_leave) {
+Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLine>& fixed_lines, const HostTables& ht) {
     const ModelSpec& s = in.spec;
+    const int embed = ht.embed;
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
-    const auto [embed_host, dense, expert_total, slot, n_experts, min_slots, min_vram] =
-        expert_cache_sizes(in, fixed, embed, embed_can_leave);
+    const auto [embed_host, dense, expert_total, slot, n_experts, min_slots, min_vram] = expert_cache_sizes(in, fixed, ht);
     p.min_vram = min_vram;
     if (p.vram_budget < p.min_vram) {
         std::string parts = fmt::format("dense weights {}, {} expert slots (one per MoE layer, at least top_k) x {}",
@@ -207,17 +217,23 @@ Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLi
     p.n_experts_total = n_experts;
     p.expert_hit_rate = double(p.expert_slots) / double(n_experts);
 
-    // Host side: the experts (and the embedding) stay registered in place in the mapping.
-    uint64_t ram_need = expert_total + (embed_host ? in.blocks[size_t(embed)].bytes : 0);
+    // Host side: the experts (and the embedding, and a per-layer table) stay registered in place in the mapping.
+    const uint64_t ple_bytes = ht.ple_host ? in.blocks[size_t(ht.ple)].bytes : 0;
+    uint64_t ram_need = expert_total + (embed_host ? in.blocks[size_t(embed)].bytes : 0) + ple_bytes;
     if (!in.can_register)
         fail("this mixture-of-experts model needs its experts registered in host memory (cudaHostRegister), which this "
              "machine refuses; it does not fit {} otherwise", p.vram_budget_origin);
     if (ram_need > p.ram_budget)
-        fail("--ram-budget: {} of host memory is below the {} the experts (and the token embedding) take registered in place",
+        fail("--ram-budget: {} of host memory is below the {} the experts (and the row tables) take registered in place",
              format_bytes(double(p.ram_budget)), format_bytes(double(ram_need)));
     for (const auto& b : in.blocks) {
         Placement place = b.expert >= 0 ? Placement::expert_cache : Placement::vram;
         p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, place, -1, b.expert});
+    }
+    if (ht.ple_host) {
+        p.per_layer_embd_host_mapped = true;
+        p.blocks[size_t(ht.ple)].place = Placement::host_mapped;
+        p.ram.push_back({"per-layer embedding table (registered, rows read by the kernel)", ple_bytes});
     }
     if (embed_host) {
         p.embed_host_mapped = true;
@@ -258,6 +274,9 @@ Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLi
     p.notes.push_back("prefill streams the experts each chunk uses through the same slots (copy engine), then keeps the last ones cached");
     if (p.embed_host_mapped)
         p.notes.push_back("token embedding stays in registered host memory: decode reads one row per token through its device pointer");
+    if (p.per_layer_embd_host_mapped)
+        p.notes.push_back("the per-layer embedding table stays in registered host memory: decode reads one row per token through "
+                          "its device pointer");
     return p;
 }
 
@@ -313,18 +332,27 @@ Plan make_plan(const PlanInput& in) {
     for (const auto& l : fixed_lines) fixed += l.bytes;
 
     // ---- which blocks are which ----
-    int embed = -1, output = -1;
+    int embed = -1, output = -1, ple = -1, per_layer = -1;
     std::vector<int> layers(size_t(s.n_layers), -1);
+    const bool has_per_layer = s.per_layer_dim > 0;
     for (size_t i = 0; i < in.blocks.size(); ++i) {
         const PlanBlock& b = in.blocks[i];
         if (b.name == "embed") embed = int(i);
         else if (b.name == "output") output = int(i);
+        else if (has_per_layer && b.name == k_per_layer_embd_block) ple = int(i);
+        else if (has_per_layer && b.name == k_per_layer_block) per_layer = int(i);
         else if (b.expert >= 0 && b.layer >= 0 && b.layer < s.n_layers) continue;  // placed below (expert cache)
         else if (b.layer >= 0 && b.layer < s.n_layers) layers[size_t(b.layer)] = int(i);
         else fail("plan: unexpected block '{}' in the archive", b.name);
     }
     if (embed < 0 || output < 0 || std::count(layers.begin(), layers.end(), -1) > 0)
         fail("plan: the archive lacks an embed, output or layer block");
+    // note: archives converted before the per-layer blocks existed hold these tensors in "embed"
+    // (and bind_weights refuses them too); placing such an embed block would move the table with the head.
+    if (has_per_layer && (ple < 0 || per_layer < 0))
+        fail("plan: this Gemma 4 archive keeps its per-layer tables in the embed block (written by an older ThinTensor) "
+             "instead of the '{}' and '{}' blocks; re-convert it with `thintensor convert`",
+             k_per_layer_embd_block, k_per_layer_block);
     const bool tied = s.tied_embeddings;
     auto bytes_of = [&](int i) { return in.blocks[size_t(i)].bytes; };
     // A candidate: the blocks streamed (pass order) and the ones resident; returns VRAM needed.
@@ -334,6 +362,21 @@ Plan make_plan(const PlanInput& in) {
         int ring = 0;
         uint64_t slot = 0, need = 0;
     };
+    // Gemma 4's per-layer table: a decode token reads one row of it (n_layers x per_layer_dim
+    // elements, ~18 KB for Gemma-4-E2B in bf16) and the table is large (4.7 GB there), so it stays
+    // in registered host memory whenever it can, in every candidate; it is never streamed. Its
+    // projection and norm ("per_layer") are read whole every token before layer 0: resident.
+    const bool ple_host = ple >= 0 && in.can_register && bytes_of(ple) <= p.ram_budget;
+    const uint64_t ram_after_ple = p.ram_budget - (ple_host ? bytes_of(ple) : 0);
+    std::string ple_resident_why;
+    if (ple >= 0 && !ple_host)
+        ple_resident_why = !in.can_register
+            ? "the host memory cannot be registered with the driver here"
+            : fmt::format("the host RAM budget of {} is below its {} (raise --ram-budget)", format_bytes(double(p.ram_budget)),
+                          format_bytes(double(bytes_of(ple))));
+    if (!ple_resident_why.empty())
+        p.warnings.push_back(fmt::format("the per-layer embedding table ({}) stays resident in VRAM: {}",
+                                         format_bytes(double(bytes_of(ple))), ple_resident_why));
     auto evaluate = [&](Candidate& c) {
         c.ring = std::min<int>(2, int(c.streamed.size()));
         c.slot = 0;
@@ -341,13 +384,16 @@ Plan make_plan(const PlanInput& in) {
         uint64_t resident = 0;
         for (size_t i = 0; i < in.blocks.size(); ++i) {
             const bool streamed = std::find(c.streamed.begin(), c.streamed.end(), int(i)) != c.streamed.end();
-            if (!streamed && !(c.embed_host && int(i) == embed && !tied)) resident += round_up(bytes_of(int(i)), k_thin_align);
+            const bool host = (c.embed_host && int(i) == embed && !tied) || (ple_host && int(i) == ple);
+            if (!streamed && !host) resident += round_up(bytes_of(int(i)), k_thin_align);
         }
         c.need = fixed + resident + uint64_t(c.ring) * c.slot;
     };
     // The embedding's rows can be read from registered host memory only when it can be registered
-    // within the RAM budget; a tied embedding is also the head, read whole every token.
-    const bool embed_can_leave = in.can_register && bytes_of(embed) <= p.ram_budget;
+    // within the RAM budget (beside the per-layer table); a tied embedding is also the head, read
+    // whole every token.
+    const bool embed_can_leave = in.can_register && bytes_of(embed) <= ram_after_ple;
+    const HostTables host_tables{embed, embed_can_leave, ple, ple_host};
     std::vector<int> head = {output};
     if (tied && embed_can_leave) head.push_back(embed);
 
@@ -356,7 +402,7 @@ Plan make_plan(const PlanInput& in) {
     if (s.has_moe()) {
         uint64_t all = fixed;
         for (size_t i = 0; i < in.blocks.size(); ++i) all += round_up(bytes_of(int(i)), k_thin_align);
-        if (all > p.vram_budget || in.expert_slots > 0) return make_expert_cache_plan(in, std::move(p), fixed_lines, embed, embed_can_leave);
+        if (all > p.vram_budget || in.expert_slots > 0) return make_expert_cache_plan(in, std::move(p), fixed_lines, host_tables);
     }
     // Candidates: everything resident; else the last layers streamed (with the head resident, or
     // streamed too). Among those that fit, the one that streams the fewest bytes wins; the smallest
@@ -393,14 +439,15 @@ Plan make_plan(const PlanInput& in) {
         std::string parts = fmt::format("resident weights {}", format_bytes(double(smallest.need - fixed - uint64_t(smallest.ring) * smallest.slot)));
         if (smallest.ring) parts += fmt::format(", ring {} x {}", smallest.ring, format_bytes(double(smallest.slot)));
         for (const auto& l : fixed_lines) parts += fmt::format(", {} {}", l.what, format_bytes(double(l.bytes)));
-        fail("{} is below the minimum working set of {} for this model at a context of {} tokens ({}){}; "
+        fail("{} is below the minimum working set of {} for this model at a context of {} tokens ({}){}{}; "
              "raise the budget or lower --context",
              p.vram_budget_origin, format_bytes(double(p.min_vram)), in.context, parts,
-             embed_can_leave || tied ? "" : "; the token embedding stays resident because it cannot be registered in host memory");
+             embed_can_leave || tied ? "" : "; the token embedding stays resident because it cannot be registered in host memory",
+             ple_resident_why.empty() ? "" : "; the per-layer embedding table stays resident because " + ple_resident_why);
     }
 
     // The smallest budget of a mixture of experts is its expert cache's minimum.
-    if (s.has_moe()) p.min_vram = expert_cache_sizes(in, fixed, embed, embed_can_leave).min_vram;
+    if (s.has_moe()) p.min_vram = expert_cache_sizes(in, fixed, host_tables).min_vram;
 
 
     // ---- placements ----
@@ -410,11 +457,17 @@ Plan make_plan(const PlanInput& in) {
     // A tied embedding is the head: it is host-mapped for the lookups exactly when it is streamed.
     p.embed_host_mapped = tied ? std::count(best.streamed.begin(), best.streamed.end(), embed) > 0 : best.embed_host;
     if (p.embed_host_mapped && !tied) p.blocks[size_t(embed)].place = Placement::host_mapped;
+    p.per_layer_embd_host_mapped = ple_host;
+    if (ple_host) p.blocks[size_t(ple)].place = Placement::host_mapped;
     p.stream_order = best.streamed;
 
     // Host side: register streamed blocks in pass order while RAM allows; the rest come from the
     // file through one pinned bounce buffer (or from the page cache when registration is refused).
     uint64_t ram_left = p.ram_budget;
+    if (ple_host) {
+        ram_left -= bytes_of(ple);
+        p.ram.push_back({"per-layer embedding table (registered, rows read by the kernel)", bytes_of(ple)});
+    }
     if (p.embed_host_mapped) {
         ram_left -= bytes_of(embed);
         p.ram.push_back({"token embedding (registered, rows read by the kernel)", bytes_of(embed)});
@@ -428,7 +481,9 @@ Plan make_plan(const PlanInput& in) {
         if (p.bounce_bytes > ram_left)
             fail("--ram-budget: {} of host memory is below the minimum of {} (one pinned bounce buffer of the largest streamed block{})",
                  format_bytes(double(ram_left)), format_bytes(double(p.bounce_bytes + (p.ram_budget - ram_left))),
-                 p.embed_host_mapped ? " plus the registered token embedding" : "");
+                 p.embed_host_mapped && ple_host ? " plus the registered token embedding and per-layer table"
+                 : p.embed_host_mapped           ? " plus the registered token embedding"
+                 : ple_host                      ? " plus the registered per-layer embedding table" : "");
         ram_left -= p.bounce_bytes;
         p.ram.push_back({"bounce buffer (pinned)", p.bounce_bytes});
     }
@@ -496,6 +551,11 @@ Plan make_plan(const PlanInput& in) {
     };
     std::vector<int> pass;  // compute order of the blocks read per token: embedding row, layers, head
     if (!tied) pass.push_back(embed);
+    // Gemma 4's per-layer inputs, computed before layer 0: the table's row (host-mapped reads over
+    // PCIe by the kernel, ~18 KB per token, counted with the kernels' reads at the device rate: a
+    // microsecond either way) and the projection with its norm.
+    if (ple >= 0) pass.push_back(ple);
+    if (per_layer >= 0) pass.push_back(per_layer);
     for (int il = 0; il < s.n_layers; ++il) pass.push_back(layers[size_t(il)]);
     pass.push_back(output);
     if (tied) pass.push_back(embed);
@@ -612,6 +672,10 @@ Plan make_plan(const PlanInput& in) {
     if (p.embed_host_mapped)
         p.notes.push_back("token embedding stays in registered host memory: decode reads one row per token through its device "
                           "pointer (prefill reads one row per prompt token)");
+    if (p.per_layer_embd_host_mapped)
+        p.notes.push_back(fmt::format("the per-layer embedding table ({}) stays in registered host memory: decode reads one row "
+                                      "({}) per token through its device pointer (prefill one row per prompt token)",
+                                      format_bytes(double(bytes_of(ple))), format_bytes(double(in.blocks[size_t(ple)].decode_read))));
     if (n_streamed_layers > 0)
         p.notes.push_back(fmt::format("layers {}..{} are streamed each prefill chunk through a ring of {} slots (streamed block j "
                                       "uses slot j % {}); the first {} stay resident",
@@ -634,17 +698,29 @@ Plan make_plan(const PlanInput& in) {
     return p;
 }
 
+namespace {
+// " (embedding in host memory)", " (per-layer table in host memory)", both, or nothing.
+std::string in_host_memory(const Plan& p) {
+    if (p.embed_host_mapped && p.per_layer_embd_host_mapped) return " (embedding and per-layer table in host memory)";
+    if (p.embed_host_mapped) return " (embedding in host memory)";
+    if (p.per_layer_embd_host_mapped) return " (per-layer table in host memory)";
+    return "";
+}
+}  // namespace
+
 std::string Plan::summary() const {
     if (expert_slots > 0)
-        return fmt::format("plan: dense weights resident, {} of {} experts cached in VRAM ({} slots of {}), the rest in "
+        return fmt::format("plan: dense weights resident{}, {} of {} experts cached in VRAM ({} slots of {}), the rest in "
                            "registered host memory; {}/token over PCIe at a {:.1f}% hit rate (uniform routing), VRAM {} of {}, "
                            "predicted {:.1f} tok/s decode{}",
-                           expert_slots, n_experts_total, expert_slots, format_bytes(double(expert_slot_bytes)), gb(double(pcie_bytes)),
+                           in_host_memory(*this), expert_slots, n_experts_total, expert_slots,
+                           format_bytes(double(expert_slot_bytes)), gb(double(pcie_bytes)),
                            100.0 * expert_hit_rate, format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps,
                            assumed_note());
     if (!streaming() && !embed_host_mapped)
-        return fmt::format("plan: all {} layers resident in VRAM ({} of {}), predicted {:.1f} tok/s decode{}", n_layers,
-                           format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps, assumed_note());
+        return fmt::format("plan: all {} layers resident in VRAM{} ({} of {}), predicted {:.1f} tok/s decode{}", n_layers,
+                           in_host_memory(*this), format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps,
+                           assumed_note());
     std::string from;
     int n_reg = 0, n_bounce = 0, n_disk = 0;
     for (const auto& b : blocks) {
@@ -661,14 +737,14 @@ std::string Plan::summary() const {
         return fmt::format("plan: {} of {} layers resident{}, {} streamed over PCIe, {} computed on the CPU ({} threads); per token "
                            "{} over PCIe + {} read by the CPU, VRAM {} of {}, predicted {:.1f} tok/s decode (both host paths' "
                            "bound {:.1f}){}",
-                           n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
-                           decode_stream_order.size(), n_cpu_layers, cpu_threads, gb(double(pcie_bytes)), gb(double(cpu_bytes)),
+                           n_resident_layers, n_layers, in_host_memory(*this), decode_stream_order.size(), n_cpu_layers,
+                           cpu_threads, gb(double(pcie_bytes)), gb(double(cpu_bytes)),
                            format_bytes(double(vram_used)), format_bytes(double(vram_budget)), decode_tps, combined_bound_tps,
                            assumed_note());
     return fmt::format("plan: {} of {} layers resident{}, {} blocks streamed ({}), {}/token over PCIe, VRAM {} of {}, "
                        "predicted {:.1f} tok/s decode (PCIe bound {:.1f}){}",
-                       n_resident_layers, n_layers, embed_host_mapped ? " (embedding in host memory)" : "",
-                       stream_order.size(), from.empty() ? "none" : from, gb(double(pcie_bytes)), format_bytes(double(vram_used)),
+                       n_resident_layers, n_layers, in_host_memory(*this), stream_order.size(), from.empty() ? "none" : from,
+                       gb(double(pcie_bytes)), format_bytes(double(vram_used)),
                        format_bytes(double(vram_budget)), decode_tps, pcie_bound_tps, assumed_note());
 }
 
@@ -751,6 +827,7 @@ nlohmann::json Plan::to_json() const {
             {"n_layers", n_layers},
             {"n_resident_layers", n_resident_layers},
             {"embed_host_mapped", embed_host_mapped},
+            {"per_layer_embd_host_mapped", per_layer_embd_host_mapped},
             {"ring_slots", ring_slots},
             {"slot_bytes", slot_bytes},
             {"bounce_bytes", bounce_bytes},

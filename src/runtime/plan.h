@@ -4,7 +4,8 @@
 // backend and `thintensor plan` feed it the same inputs and print the same result
 // (docs/STREAMING.md explains the model).
 //
-// The unit is the archive's block ("embed", "layer.N", "output"): a block is one contiguous,
+// The unit is the archive's block ("embed", "layer.N", "output"; Gemma 4's "per_layer_embd" and
+// "per_layer"): a block is one contiguous,
 // 4 KiB-aligned byte range, so streaming it is one copy and its tensors keep their offsets.
 #pragma once
 
@@ -25,7 +26,8 @@ class Archive;
 // Where a block lives during a pass.
 enum class Placement {
     vram,        // resident in VRAM, copied once at load
-    host_mapped, // embedding only: stays in registered host memory, the kernel reads its rows over PCIe
+    host_mapped, // a row table (the token embedding, Gemma 4's per-layer table): stays in registered host
+                 // memory, the kernel reads its rows over PCIe
     registered,  // streamed each pass from the archive's mapping, registered (pinned) with the driver
     bounce,      // streamed each pass: host threads copy the mapping into a pinned bounce buffer
     disk,        // streamed each pass: read from the file (O_DIRECT) into a pinned bounce buffer
@@ -52,16 +54,16 @@ struct Bandwidths {
 };
 
 struct PlanBlock {
-    std::string name;          // "embed", "layer.3", "output"
+    std::string name;          // "embed", "per_layer_embd", "per_layer", "layer.3", "output"
     int layer = -1;            // layer index for "layer.N" and "layer.N.expert.E", else -1
     int expert = -1;           // expert index for "layer.N.expert.E", else -1
     uint64_t offset = 0;       // file offset (4 KiB aligned)
     uint64_t bytes = 0;        // bytes to copy: the block's range
-    uint64_t decode_read = 0;  // bytes a decode step reads from it (the embedding: one row, unless tied)
+    uint64_t decode_read = 0;  // bytes a decode step reads from it (the embedding: one row, unless tied; the per-layer table: one row)
 };
 
 struct PlanInput {
-    std::vector<PlanBlock> blocks;  // archive order: embed, layer.0..N-1, output
+    std::vector<PlanBlock> blocks;  // archive order: embed, [per_layer_embd, per_layer,] layer.0..N-1, output
     ModelSpec spec;
     DType weights = DType::bf16;    // the weights' dtype (the KV cache's follows: kv_cache_dtype)
     int context = 0;                // KV-cache positions
@@ -147,6 +149,10 @@ struct Plan {
     uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
     int prefill_chunk = 0;
     bool embed_host_mapped = false;
+    // Gemma 4: the per-layer embedding table ("per_layer_embd") stays in registered host memory, its
+    // rows read by the kernel through the device pointer the driver maps it at. The planner does this
+    // whenever registration works and the RAM budget holds it (else it is resident, with a warning).
+    bool per_layer_embd_host_mapped = false;
     // Mixture of experts larger than VRAM: experts stay in registered host memory and a pool of
     // VRAM slots shared by every layer caches them (least recently used out; docs/STREAMING.md).
     int expert_slots = 0;                // 0: every expert resident (or no experts)

@@ -7,7 +7,9 @@
 //   towers skipped;
 // - attention_k_eq_v computes what a model whose v_proj equals its k_proj computes;
 // - prefill equals token-by-token decode (the shared layers read the cache of their source);
-// - the planner counts no KV cache for KV-shared layers; CUDA and the host path refuse the model.
+// - the planner counts no KV cache for KV-shared layers; CUDA and the host path refuse the model;
+// - the per-layer table and projection are archive blocks of their own, which the planner places
+//   (the table in registered host memory), and an archive of the older layout is refused.
 #include "test_convert_util.h"
 
 #include "convert/convert.h"
@@ -16,6 +18,7 @@
 #include "model/hf_config.h"
 #include "model/model_spec.h"
 #include "model/tensor_names.h"
+#include "model/weights.h"
 #include "runtime/backend.h"
 #include "runtime/plan.h"
 #include "runtime/rope.h"
@@ -121,7 +124,7 @@ TEST(Gemma4, ConfigOfTheFixture) {
     EXPECT_EQ(s.activation, Activation::gelu_tanh);
     // Stored and read back (spec format 4).
     EXPECT_EQ(spec_from_json(spec_to_json(s)), s);
-    // The tensor plan: shared layers have queries only; the per-layer tables sit in the embed block.
+    // The tensor plan: shared layers have queries only; the per-layer tables sit in blocks of their own.
     EXPECT_TRUE(planned(s, Role::attn_k, 3) && planned(s, Role::attn_v, 3) && planned(s, Role::attn_k_norm, 3));
     for (int il : {4, 5}) {
         EXPECT_TRUE(planned(s, Role::attn_q, il) && planned(s, Role::attn_q_norm, il) && planned(s, Role::attn_o, il));
@@ -129,7 +132,9 @@ TEST(Gemma4, ConfigOfTheFixture) {
     }
     for (const auto& p : plan_tensors(s)) {
         if (p.role == Role::per_layer_token_embd) { EXPECT_EQ(p.shape, (Shape{256, 48})); }
-        if (p.role == Role::per_layer_token_embd || p.role == Role::per_layer_model_proj) { EXPECT_EQ(p.block, "embed"); }
+        // The table is a block of its own (host-mapped by the planner), the projection and its norm another.
+        if (p.role == Role::per_layer_token_embd) { EXPECT_EQ(p.block, "per_layer_embd"); }
+        if (p.role == Role::per_layer_model_proj || p.role == Role::per_layer_proj_norm) { EXPECT_EQ(p.block, "per_layer"); }
         if (p.role == Role::attn_q && p.layer == 5) { EXPECT_EQ(p.shape, (Shape{128, 64})); }
     }
     // Every layer-size override and the per-layer inputs are in the parameter count: the
@@ -341,4 +346,84 @@ TEST(Gemma4, OlderSpecVersionsStillLoad) {
     nlohmann::json v4 = spec_to_json(g3);
     v4.erase("per_layer_dim");
     EXPECT_THROW(spec_from_json(v4), Error);
+}
+
+TEST(Gemma4, PerLayerTablesAreBlocksOfTheirOwnInTheArchive) {
+    TempDir d;
+    const std::string thin = (d / "g4.thin").string();
+    ConvertOptions f32;
+    f32.dtype = DType::f32;
+    convert_hf(fixture().string(), thin, f32);
+    const Archive a = Archive::open(thin);
+    std::vector<std::string> names;
+    for (const auto& b : a.blocks()) names.push_back(b.name);
+    ASSERT_GE(names.size(), 4u);
+    EXPECT_EQ(names[0], "embed");
+    EXPECT_EQ(names[1], "per_layer_embd");
+    EXPECT_EQ(names[2], "per_layer");
+    EXPECT_EQ(names[3], "layer.0");
+    EXPECT_EQ(names.back(), "output");
+    EXPECT_EQ(a.tensor(tensor_name(Role::per_layer_token_embd)).block, "per_layer_embd");
+    EXPECT_EQ(a.tensor(tensor_name(Role::per_layer_model_proj)).block, "per_layer");
+    EXPECT_EQ(a.tensor(tensor_name(Role::per_layer_proj_norm)).block, "per_layer");
+    EXPECT_EQ(a.tensor(tensor_name(Role::token_embd)).block, "embed");
+    // The planner: a decode token reads one row of the table (6 layers x 8 f32), the whole projection.
+    const ModelSpec s = spec_from_archive(a);
+    PlanInput in = plan_input_from_archive(a, s);
+    EXPECT_EQ(in.blocks[1].decode_read, 6u * 8 * 4);
+    EXPECT_EQ(in.blocks[2].decode_read, in.blocks[2].bytes);
+    in.context = 64;
+    in.device_total = in.device_free = 8ull << 30;
+    in.ram_available = 8ull << 30;
+    const Plan p = make_plan(in);
+    EXPECT_TRUE(p.per_layer_embd_host_mapped);
+    EXPECT_EQ(p.blocks[1].place, Placement::host_mapped);
+    EXPECT_EQ(p.blocks[2].place, Placement::vram);
+}
+
+TEST(Gemma4, ArchiveWithPerLayerTablesInTheEmbedBlockIsRefused) {
+    // The layout of archives converted before the per-layer blocks: the tables inside "embed".
+    TempDir d;
+    const std::string thin = (d / "g4.thin").string(), old = (d / "old.thin").string();
+    ConvertOptions f32;
+    f32.dtype = DType::f32;
+    convert_hf(fixture().string(), thin, f32);
+    {
+        const Archive a = Archive::open(thin);
+        ArchiveWriter w(old);
+        std::string block;
+        for (const auto& t : a.tensors()) {
+            const std::string b = t.block == "per_layer_embd" || t.block == "per_layer" ? "embed" : t.block;
+            if (b != block) w.begin_block(block = b);
+            w.add_tensor(t.view.name, t.view.dtype, t.view.shape, t.view.data, t.view.dtype);
+        }
+        nlohmann::json meta = a.metadata();
+        for (const char* k : {"tensors", "blocks", "files"}) meta.erase(k);
+        w.finish(meta);
+    }
+    const Archive a = Archive::open(old);
+    ASSERT_EQ(a.tensor(tensor_name(Role::per_layer_token_embd)).block, "embed");
+    const ModelSpec s = spec_from_archive(a);
+    try {
+        (void)bind_weights(a, s);
+        ADD_FAILURE() << "bound an archive of the older layout";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find(old + ": tensor 'per_layer_token_embd.weight' is stored in block 'embed', expected 'per_layer_embd' "
+                           "(an archive written by an older ThinTensor; re-convert it)"),
+                  std::string::npos)
+            << msg;
+    }
+    PlanInput in = plan_input_from_archive(a, s);
+    in.context = 64;
+    in.device_total = in.device_free = 8ull << 30;
+    in.ram_available = 8ull << 30;
+    try {
+        make_plan(in);
+        ADD_FAILURE() << "planned an archive of the older layout";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("keeps its per-layer tables in the embed block (written by an older ThinTensor)"),
+                  std::string::npos)
+            << e.what();
+    }
 }

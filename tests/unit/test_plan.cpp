@@ -464,3 +464,192 @@ TEST(Plan, CpuLayersShareTheHostsMemory) {
     EXPECT_EQ(p.n_cpu_layers, 1);
     EXPECT_NEAR(p.decode_tps, 1.0 / shared_s, 1e-6);
 }
+
+// ---- Gemma 4's per-layer inputs: the table in registered host memory, the projection resident ----
+
+namespace {
+// small_input() as a tied model with per-layer inputs (P = 16: a row of 4 x 16 bf16 = 128 B).
+// Blocks in archive order: embed 2 MiB (the head too: read whole), per_layer_embd 8 MiB (one row
+// read), per_layer 256 KiB (read whole before layer 0), layers 1 MiB, output 4 KiB (the final norm).
+PlanInput per_layer_input() {
+    PlanInput in = small_input();
+    ModelSpec& s = in.spec;
+    s.tied_embeddings = true;
+    s.per_layer_dim = 16;
+    s.per_layer_vocab = 1000;
+    in.blocks.clear();
+    uint64_t off = 4096;
+    auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
+        in.blocks.push_back({name, layer, -1, off, bytes, read});
+        off += bytes;
+    };
+    add("embed", -1, 2 * MiB, 2 * MiB);
+    add("per_layer_embd", -1, 8 * MiB, 128);
+    add("per_layer", -1, 256 * 1024, 256 * 1024);
+    for (int i = 0; i < 4; ++i) add("layer." + std::to_string(i), i, MiB, MiB);
+    add("output", -1, 4096, 4096);
+    return in;
+}
+uint64_t fixed_of(const PlanInput& in) {
+    uint64_t f = k_cuda_context;
+    for (const auto& l : fixed_vram_lines(in.spec, in.weights, in.context)) f += l.bytes;
+    return f;
+}
+const MemLine* ram_line(const Plan& p, const std::string& prefix) {
+    for (const MemLine& l : p.ram)
+        if (l.what.rfind(prefix, 0) == 0) return &l;
+    return nullptr;
+}
+bool has(const std::vector<std::string>& v, const std::string& needle) {
+    for (const auto& s : v)
+        if (s.find(needle) != std::string::npos) return true;
+    return false;
+}
+}  // namespace
+
+TEST(Plan, PerLayerTableInHostMemoryEvenWhenEverythingFits) {
+    const PlanInput in = per_layer_input();
+    const Plan p = make_plan(in);
+    const uint64_t fixed = fixed_of(in);
+    EXPECT_FALSE(p.streaming());
+    EXPECT_TRUE(p.per_layer_embd_host_mapped);
+    EXPECT_FALSE(p.embed_host_mapped);  // tied: the head, resident
+    EXPECT_EQ(p.blocks[0].place, Placement::vram);
+    EXPECT_EQ(p.blocks[1].place, Placement::host_mapped);
+    EXPECT_EQ(p.blocks[2].place, Placement::vram);
+    EXPECT_EQ(p.n_resident_layers, 4);
+    // Resident: embed 2 MiB + per_layer 256 KiB + 4 layers + the norm block; not the 8 MiB table.
+    EXPECT_EQ(p.vram_used, fixed + 6 * MiB + 256 * 1024 + 4096);
+    const MemLine* table = ram_line(p, "per-layer embedding table (registered, rows read by the kernel)");
+    ASSERT_NE(table, nullptr) << p.table();
+    EXPECT_EQ(table->bytes, 8 * MiB);
+    EXPECT_EQ(p.ram_used, 8 * MiB);
+    // A decode token reads the table's row (host-mapped) and the whole projection.
+    EXPECT_EQ(p.decode_read_bytes, 2 * MiB + 128 + 256 * 1024 + 4 * MiB + 4096);
+    EXPECT_EQ(p.pcie_bytes, 0u);
+    EXPECT_TRUE(p.warnings.empty());
+    EXPECT_TRUE(has(p.notes, "per-layer embedding table (8.00 MiB) stays in registered host memory")) << p.table();
+    EXPECT_NE(p.summary().find("all 4 layers resident in VRAM (per-layer table in host memory)"), std::string::npos) << p.summary();
+    const nlohmann::json j = p.to_json();
+    EXPECT_EQ(j["per_layer_embd_host_mapped"], true);
+    EXPECT_EQ(j["blocks"][1]["name"], "per_layer_embd");
+    EXPECT_EQ(j["blocks"][1]["placement"], "host-mapped");
+}
+
+TEST(Plan, PerLayerProjectionStaysResidentWhenLayersAndTheHeadStream) {
+    PlanInput in = per_layer_input();
+    const uint64_t fixed = fixed_of(in);
+    // The smallest candidate: every layer and the head (output and the tied embedding) streamed
+    // through 2 slots of 2 MiB, only the 256 KiB projection resident; the head resident instead
+    // would need 4 KiB more.
+    in.vram_budget = fixed + 4 * MiB + 256 * 1024;
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.min_vram, in.vram_budget);
+    EXPECT_EQ(p.vram_used, in.vram_budget);
+    EXPECT_EQ(p.n_resident_layers, 0);
+    EXPECT_EQ(p.blocks[1].place, Placement::host_mapped);
+    EXPECT_EQ(p.blocks[2].place, Placement::vram);
+    EXPECT_EQ(p.blocks[1].stream_index, -1);
+    EXPECT_EQ(p.blocks[2].stream_index, -1);
+    for (int i : p.stream_order) EXPECT_TRUE(i != 1 && i != 2) << p.blocks[size_t(i)].name;
+    EXPECT_EQ(p.stream_order.size(), 6u);  // 4 layers, output, embed
+    EXPECT_EQ(p.slot_bytes, 2 * MiB);
+    EXPECT_EQ(p.pcie_bytes, 4 * MiB + 4096 + 2 * MiB);  // the table crosses no copy engine
+    // RAM: the table, the (tied, streamed) embedding, the streamed blocks.
+    ASSERT_NE(ram_line(p, "per-layer embedding table"), nullptr) << p.table();
+    EXPECT_EQ(p.ram_used, 8 * MiB + 2 * MiB + 4 * MiB + 4096);
+    EXPECT_NE(p.summary().find("0 of 4 layers resident (embedding and per-layer table in host memory), 6 blocks streamed"),
+              std::string::npos)
+        << p.summary();
+    // A RAM budget that holds the table but not every streamed block: the rest come from disk; the
+    // table is subtracted first (table 8 + embedding 2 + bounce 2 = 12 MiB, then 1 MiB of layers).
+    in.ram_budget = 13 * MiB;
+    const Plan short_ram = make_plan(in);
+    EXPECT_EQ(short_ram.blocks[1].place, Placement::host_mapped);
+    EXPECT_EQ(short_ram.bounce_bytes, 2 * MiB);
+    EXPECT_EQ(short_ram.blocks[3].place, Placement::registered);
+    EXPECT_EQ(short_ram.blocks[4].place, Placement::disk);
+    EXPECT_LE(short_ram.ram_used, 13 * MiB);
+}
+
+TEST(Plan, PerLayerTableStaysResidentWhenItCannotBeRegistered) {
+    PlanInput in = per_layer_input();
+    const uint64_t fixed = fixed_of(in);
+    in.can_register = false;
+    Plan p = make_plan(in);
+    EXPECT_FALSE(p.per_layer_embd_host_mapped);
+    EXPECT_EQ(p.blocks[1].place, Placement::vram);
+    EXPECT_EQ(p.vram_used, fixed + 14 * MiB + 256 * 1024 + 4096);
+    EXPECT_EQ(ram_line(p, "per-layer embedding table"), nullptr);
+    EXPECT_TRUE(has(p.warnings, "the per-layer embedding table (8.00 MiB) stays resident in VRAM: the host memory cannot be "
+                                "registered with the driver here"))
+        << p.table();
+    EXPECT_NE(p.summary().find("all 4 layers resident in VRAM ("), std::string::npos) << p.summary();
+    EXPECT_EQ(p.summary().find("per-layer table in host memory"), std::string::npos) << p.summary();
+    // Below the minimum the error says why the table takes VRAM.
+    in.vram_budget = fixed + 4 * MiB;
+    try {
+        make_plan(in);
+        ADD_FAILURE() << "a budget below the minimum planned";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the per-layer embedding table stays resident because the host memory cannot be "
+                                             "registered"),
+                  std::string::npos)
+            << e.what();
+    }
+    // Registration works but --ram-budget is below the table.
+    in = per_layer_input();
+    in.ram_budget = 4 * MiB;
+    p = make_plan(in);
+    EXPECT_EQ(p.blocks[1].place, Placement::vram);
+    EXPECT_TRUE(has(p.warnings, "stays resident in VRAM: the host RAM budget of 4.00 MiB is below its 8.00 MiB (raise --ram-budget)"))
+        << p.table();
+}
+
+TEST(Plan, PerLayerBlocksInTheExpertCachePlan) {
+    // No published model has both, but the expert-cache plan treats the blocks as the dense one does.
+    PlanInput in = moe_input();
+    in.spec.per_layer_dim = 16;
+    in.spec.per_layer_vocab = 1000;
+    const uint64_t off = in.blocks.back().offset + in.blocks.back().bytes;
+    in.blocks.insert(in.blocks.begin() + 1, {"per_layer_embd", -1, -1, off, 8 * MiB, 128});
+    in.blocks.insert(in.blocks.begin() + 2, {"per_layer", -1, -1, off + 8 * MiB, 256 * 1024, 256 * 1024});
+    const uint64_t fixed = moe_fixed(in);
+    in.vram_budget = fixed + 6 * MiB + 256 * 1024 + 10 * 256 * 1024 + 1000;
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.expert_slots, 10);
+    EXPECT_EQ(p.blocks[1].place, Placement::host_mapped);
+    EXPECT_EQ(p.blocks[2].place, Placement::vram);
+    EXPECT_EQ(p.min_vram, fixed + 6 * MiB + 256 * 1024 + 4 * 256 * 1024);
+    ASSERT_NE(ram_line(p, "per-layer embedding table"), nullptr) << p.table();
+    EXPECT_EQ(p.ram_used, 8 * MiB + 2 * MiB + 32 * 256 * 1024);  // the table, the embedding, the experts
+    EXPECT_NE(p.summary().find("dense weights resident (embedding and per-layer table in host memory)"), std::string::npos)
+        << p.summary();
+}
+
+TEST(Plan, PerLayerTablesInTheEmbedBlockAreAnOlderArchive) {
+    // An archive converted before the per-layer blocks existed: one embed block holds them all.
+    PlanInput in = per_layer_input();
+    in.blocks[0].bytes += 8 * MiB + 256 * 1024;
+    in.blocks.erase(in.blocks.begin() + 1, in.blocks.begin() + 3);
+    try {
+        make_plan(in);
+        ADD_FAILURE() << "an archive with the per-layer tables in its embed block planned";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("plan: this Gemma 4 archive keeps its per-layer tables in the embed block (written by an older "
+                           "ThinTensor)"),
+                  std::string::npos)
+            << msg;
+        EXPECT_NE(msg.find("re-convert it"), std::string::npos) << msg;
+    }
+    // And a model without per-layer inputs has no such blocks.
+    PlanInput plain = small_input();
+    plain.blocks.insert(plain.blocks.begin() + 1, {"per_layer", -1, -1, 0, 4096, 4096});
+    try {
+        make_plan(plain);
+        ADD_FAILURE() << "a per_layer block planned for a model without per-layer inputs";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("unexpected block 'per_layer'"), std::string::npos) << e.what();
+    }
+}

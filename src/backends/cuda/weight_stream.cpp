@@ -47,7 +47,9 @@ WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_
     try {
         if (resident_bytes) TT_CUDA_CHECK(cudaMalloc(&resident_, resident_bytes));
         upload_resident(archive);
-        if (plan_.streaming() || plan_.embed_host_mapped || plan_.expert_slots > 0) register_host(archive);
+        const bool any_host_mapped = std::any_of(plan_.blocks.begin(), plan_.blocks.end(),
+                                                 [](const BlockPlacement& b) { return b.place == Placement::host_mapped; });
+        if (plan_.streaming() || any_host_mapped || plan_.expert_slots > 0) register_host(archive);
         if (plan_.streaming()) {
             const int R = plan_.ring_slots;
             TT_ASSERT(R >= 1 && plan_.slot_bytes > 0);
@@ -192,22 +194,25 @@ void WeightStream::upload_resident(const Archive& a) {
 }
 
 void WeightStream::register_host(const Archive& a) {
-    // Registered ranges: the embedding alone (its device pointer serves the lookups), and runs of
-    // file-adjacent streamed blocks merged into one registration each.
+    // Registered ranges: each host-mapped block alone (the token embedding, Gemma 4's per-layer
+    // table: its device pointer serves the kernels that read its rows), and runs of file-adjacent
+    // streamed blocks merged into one registration each.
     struct Range {
         uint64_t offset, bytes;
-        bool embed;
+        int own_block;  // the host-mapped block this range is, or -1 for a run of streamed blocks
     };
     std::vector<Range> ranges;
+    host_device_.assign(plan_.blocks.size(), nullptr);
     for (size_t i = 0; i < plan_.blocks.size(); ++i) {
         const BlockPlacement& b = plan_.blocks[i];
-        const bool embed = int(i) == embed_block_ && plan_.embed_host_mapped;
-        if (!embed && b.place != Placement::registered && b.place != Placement::cpu && b.place != Placement::expert_cache) continue;
+        // note: a tied embedding streamed as the head (Placement::registered) keeps a range of its own too, for the lookups.
+        const bool own = b.place == Placement::host_mapped || (int(i) == embed_block_ && plan_.embed_host_mapped);
+        if (!own && b.place != Placement::registered && b.place != Placement::cpu && b.place != Placement::expert_cache) continue;
         const uint64_t len = round_up(b.bytes, k_thin_align);
-        if (!embed && !ranges.empty() && !ranges.back().embed && ranges.back().offset + ranges.back().bytes == b.offset)
+        if (!own && !ranges.empty() && ranges.back().own_block < 0 && ranges.back().offset + ranges.back().bytes == b.offset)
             ranges.back().bytes += len;
         else
-            ranges.push_back({b.offset, len, embed});
+            ranges.push_back({b.offset, len, own ? int(i) : -1});
     }
     const long page = sysconf(_SC_PAGESIZE);
     uint64_t total = 0;
@@ -233,10 +238,10 @@ void WeightStream::register_host(const Archive& a) {
             TT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
             host_ranges_.push_back({r.offset, r.bytes, d});
         }
-        if (r.embed) {
+        if (r.own_block >= 0) {
             void* d = nullptr;
             TT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
-            embed_device_ = d;
+            host_device_[size_t(r.own_block)] = d;
         }
     }
     log::debug("registered {} of the archive with the driver in {:.2f} s", format_bytes(double(total)),
@@ -256,8 +261,9 @@ const void* WeightStream::address(const ArchiveTensor& t) const {
                     return static_cast<const uint8_t*>(r.device) + (t.offset - r.offset);
             TT_ASSERT(false, "expert block {} is not registered", b.name);
         }
-        TT_ASSERT(b.place == Placement::host_mapped && embed_device_);
-        return static_cast<const uint8_t*>(embed_device_) + in_block;
+        // A host-mapped block: the device pointer of its registration.
+        TT_ASSERT(b.place == Placement::host_mapped && i < host_device_.size() && host_device_[i], "block {} is not registered", b.name);
+        return static_cast<const uint8_t*>(host_device_[i]) + in_block;
     }
     fail("{}: tensor '{}' names block '{}', which the block table lacks", archive_.path(), t.view.name, t.block);
 }
@@ -266,8 +272,8 @@ const void* WeightStream::lookup_address(const ArchiveTensor& t) const {
     const BlockPlacement& b = plan_.blocks[size_t(embed_block_)];
     TT_ASSERT(t.block == b.name);
     if (resident_off_[size_t(embed_block_)] >= 0) return address(t);
-    TT_ASSERT(embed_device_);
-    return static_cast<const uint8_t*>(embed_device_) + (t.offset - b.offset);
+    TT_ASSERT(size_t(embed_block_) < host_device_.size() && host_device_[size_t(embed_block_)]);
+    return static_cast<const uint8_t*>(host_device_[size_t(embed_block_)]) + (t.offset - b.offset);
 }
 
 bool WeightStream::in_pass_order(int j) const { return kind_ == Pass::prefill || streamed_[size_t(j)].place != Placement::cpu; }

@@ -20,6 +20,9 @@
 // read-only) and copied straight from it; blocks the plan puts on disk (RAM budget too small) or
 // that cannot be registered go through one pinned bounce buffer filled by host threads (a host
 // node in the graph) from the file (pread, O_DIRECT when the file system allows) or the mapping.
+// Host-mapped blocks (Placement::host_mapped: the token embedding, Gemma 4's per-layer table) are
+// registered each as a range of its own and never copied: kernels read their rows through the
+// device pointer the driver maps the range at, which address() returns.
 // With nothing streamed, every hook is a no-op and the backend runs exactly as fully resident.
 #pragma once
 
@@ -54,7 +57,9 @@ public:
         using std::runtime_error::runtime_error;
     };
 
-    // Where the kernels find a tensor: its resident copy or its slot (fixed for the whole run).
+    // Where the kernels find a tensor: its resident copy, its slot (fixed for the whole run), or, in a
+    // host-mapped block (the token embedding, Gemma 4's per-layer table "per_layer_embd"), the device
+    // pointer of its registered host memory, which kernels read over PCIe.
     const void* address(const ArchiveTensor& t) const;
     // An expert the plan leaves in host memory (Placement::expert_cache): address() is the device
     // pointer of its registered host copy, which the expert cache fetches from; this is its host
@@ -129,7 +134,9 @@ private:
     size_t next_issue_ = 0;                // position in order_[kind_] of the next copy to issue
     uint64_t prefill_bytes_per_pass_ = 0, prefill_passes_ = 0;
     std::vector<void*> registered_;       // host ranges to unregister
-    const void* embed_device_ = nullptr;  // device pointer of the registered embedding
+    // Per block: the device pointer of its own registration (a host-mapped block, or a tied embedding
+    // streamed as the head), else nullptr.
+    std::vector<const void*> host_device_;
     struct HostRange {
         uint64_t offset, bytes;
         const void* device;
