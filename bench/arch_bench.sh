@@ -101,7 +101,9 @@ bench() {
     run_step "validate cuda vs transformers $key ($ref_len tokens)" timeout "$(cap 60)" \
       sh -c "'$TT' validate '$arc' --reference '$work/reference.safetensors' --key $key --device cuda --min-cosine 0.999 --no-greedy --json >'$res/ref-cuda-$key.json'"
   done
-  run_step "validate cpu vs transformers logits_f32 ($ref_len tokens)" timeout "$(cap 150)" \
+  # (Gemma 4's 4.6 B parameters take the CPU reference ~120 s on 600 tokens: its parity with
+  # transformers' f32 arithmetic is held in CI on the fixture instead, and by bench/gemma4_cpu_check.sh.)
+  [ "$model" = gemma4-e2b ] || run_step "validate cpu vs transformers logits_f32 ($ref_len tokens)" timeout "$(cap 150)" \
     sh -c "'$TT' validate '$arc' --reference '$work/reference.safetensors' --key logits_f32 --device cpu --min-cosine 0.999 --no-greedy --json >'$res/ref-cpu-logits_f32.json'"
   python3 - "$work/reference.safetensors" >"$res/hf-bf16-vs-f32.txt" 2>&1 <<'PY'
 import sys, torch

@@ -232,6 +232,13 @@ def main():
         for n, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.05)
+            # Gemma 4 scales attention scores by 1, not 1/sqrt(head_dim): trained q/k norm weights
+            # keep q.k of order 1. At transformers' init (weights 1) q.k has a standard deviation of
+            # sqrt(head_dim) (16 and 22.6), every softmax is nearly one-hot and the model chaotic:
+            # its own bf16 run ended at min cosine 0.35 from its f32 run on a 600-token prompt
+            # (2026-12-02, H200). Weights of head_dim^-1/4 give scores of standard deviation ~1.
+            if a.shape.startswith("gemma4") and n.endswith(("self_attn.q_norm.weight", "self_attn.k_norm.weight")):
+                p.mul_(p.numel() ** -0.25)
     torch.cuda.synchronize()
     init_s = time.perf_counter() - t0
     t0 = time.perf_counter()

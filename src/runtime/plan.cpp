@@ -78,8 +78,10 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
 double prefill_flops(const ModelSpec& s, int n) {
     const double vh = double(s.vocab_size) * s.hidden_dim;
     // Weights used by every token: all but the embedding table and the head (and, in a mixture of
-    // experts, only the top_k experts of each layer).
-    const double per_token = double(s.n_active_params()) - vh * (s.tied_embeddings ? 1 : 2);
+    // experts, only the top_k experts of each layer), and Gemma 4's per-layer table (a row lookup,
+    // like the embedding: 2.35 B of E2B's 4.63 B parameters).
+    const double ple = double(s.per_layer_vocab) * s.n_layers * s.per_layer_dim;
+    const double per_token = double(s.n_active_params()) - vh * (s.tied_embeddings ? 1 : 2) - ple;
     double f = 2.0 * per_token * n + 2.0 * vh;  // the head for the last token only
     for (int il = 0; il < s.n_layers; ++il) {
         double vis = 0;  // sum over queries of visible keys

@@ -31,6 +31,15 @@ ctx=128  # validate needs the reference's 40 tokens + 24 greedy steps
 for m in $GPU_FIXTURES; do
   src=$S/fixtures/hf-tiny/$m
   case $m in qwen3_moe|mixtral|qwen3_5_text) continue;; esac  # MoE: the expert cache; Qwen3.5: no host decode path
+  if [ $m = gemma4_text ]; then
+    # No host decode path for Gemma 4 either: --cpu-layers is refused, naming why, with a non-zero exit.
+    a=$work/$m.f32.thin; b=$(min_vram "$a" $ctx)
+    $TT -q validate "$a" --reference "$src/reference.safetensors" --device cuda --context $ctx --vram-budget "$b" --cpu-layers 1 \
+      >"$work/g4cpu.out" 2>&1; rc=$?
+    check "$m: --cpu-layers refused, naming the reason" sh -c \
+      "[ $rc -ne 0 ] && grep -q 'host decode path does not compute yet: every layer stays on the GPU' '$work/g4cpu.out'"
+    continue
+  fi
   for dt in f32 bf16; do
     a=$work/$m.$dt.thin
     b=$(min_vram "$a" $ctx); ns=$(n_streamed "$a" $ctx "$b")

@@ -309,6 +309,11 @@ TEST(Gemma4, PlannerCountsNoKvForSharedLayers) {
     ModelSpec uniform = s;
     for (auto& l : uniform.layers) l.head_dim = 0;
     EXPECT_GT(prefill_flops(s, 16), prefill_flops(uniform, 16));
+    // The per-layer table is a row lookup: its size adds no FLOPs (bench's pp figures, the planner's prefill prediction).
+    ModelSpec wide_table = s;
+    wide_table.per_layer_vocab *= 4;
+    EXPECT_GT(wide_table.n_params(), s.n_params());
+    EXPECT_DOUBLE_EQ(prefill_flops(wide_table, 16), prefill_flops(s, 16));
 }
 
 TEST(Gemma4, CudaRunsItTheHostPathRefusesNamingWhy) {

@@ -353,8 +353,8 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     const DecodeBuffers decode_list = decode_buffers(spec_, n_splits_);
     for (size_t i = 0; i < decode_list.size(); ++i) decode_bufs_[i] = DeviceBuffer(decode_list[i].bytes);
     TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
-    if (dbuf(DecodeBuf::dn_arrivals).bytes)
-        TT_CUDA_CHECK(cudaMemset(dbuf(DecodeBuf::dn_arrivals).ptr, 0, dbuf(DecodeBuf::dn_arrivals).bytes));
+    for (DecodeBuf b : {DecodeBuf::dn_arrivals, DecodeBuf::post_arrivals})
+        if (dbuf(b).bytes) TT_CUDA_CHECK(cudaMemset(dbuf(b).ptr, 0, dbuf(b).bytes));
     profile_ = opt.profile;
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
 }
@@ -389,8 +389,9 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
             break;
         } catch (const WeightStream::RegistrationRefused& e) {
             TT_ASSERT(can_register);  // nothing is registered once it is off
-            log::warn("cannot register the archive's mapping with the driver ({}); streaming through a pinned bounce buffer "
-                      "filled by host threads instead (slower)", e.what());
+            log::warn("cannot register the archive's mapping with the driver ({}); planning again without registration: "
+                      "streamed blocks go through a pinned bounce buffer filled by host threads (slower), and what would "
+                      "have been read from host memory stays in VRAM", e.what());
             can_register = false;
         }
     }
@@ -826,11 +827,17 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
     g.cols = cols;
     g.wdt = wdt_;
     g.x = in;
-    if (post_norm) {  // Gemma: the projection is normalized before it joins the residual
+    if (post_norm) {
+        // Gemma: the projection is normalized before it joins the residual (and Gemma 4 scales
+        // the result), by the GEMV's last block.
         g.seg[0] = {w, b, tmp_.as<float>(), H};
+        g.norm_offset = spec_.norm_weight_offset;
+        g.norm_eps = spec_.norm_eps;
+        g.post_norm = post_norm;
+        g.residual = x_.as<float>();
+        g.row_scale = row_scale;
+        g.post_arrivals = dbuf(DecodeBuf::post_arrivals).as<int>();
         gemv(g, stream_);
-        residual_rmsnorm(x_.as<float>(), tmp_.as<float>(), post_norm, nullptr, wdt_, spec_.norm_weight_offset,
-                         spec_.norm_eps, 1, H, nullptr, DType::f32, stream_, row_scale);
     } else {  // the residual add rides in the GEMV's epilogue
         g.seg[0] = {w, b, x_.as<float>(), H};
         g.accumulate = true;
@@ -865,12 +872,14 @@ void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
     const int P = s.per_layer_dim, H = s.hidden_dim;
     const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     float* g = dbuf(DecodeBuf::ple_gate).as<float>();
-    // hidden_states = self.act_fn(self.per_layer_input_gate(hidden_states)) * per_layer_input
+    // hidden_states = self.act_fn(self.per_layer_input_gate(hidden_states)) * per_layer_input, the
+    // product in the GEMV's epilogue
     GemvArgs a{};
     a.seg[0] = {L.per_layer_gate, nullptr, g, P};
     a.n_seg = 1; a.cols = H; a.wdt = wdt_; a.x = x_.as<float>();
+    a.y_mul = dbuf(DecodeBuf::ple).as<float>() + size_t(il) * size_t(P);
+    a.y_act = act;
     gemv(a, stream_);
-    per_layer_gate_act(g, dbuf(DecodeBuf::ple).as<float>() + size_t(il) * size_t(P), 0, 1, P, act, g, DType::f32, stream_);
     // residual + self.post_per_layer_input_norm(self.per_layer_projection(hidden_states)); *= layer_scalar
     add_projection(L.per_layer_proj, nullptr, L.per_layer_post_norm, P, g, s.layer_scalar ? L.layer_scalar : nullptr);
 }

@@ -99,6 +99,55 @@ std::vector<Measured> gemv_case(CaseEnv& e, DType dt, const GemvShape& c, double
     return out;
 }
 
+// The decode GEMV's fused epilogues of Gemma: the post-norm (y normalized by the last block and
+// added to a residual, then the layer scalar) and Gemma 4's gated per-layer input (y = act(W x) * m).
+struct GemvFusedShape {
+    int rows, cols;
+    bool post, scale;  // post-norm into a residual (and the row scale); else the gated output
+    int reps;          // launches on the same counter: it must reset itself (graph replay)
+};
+
+std::vector<Measured> gemv_fused_case(CaseEnv& e, DType dt, const GemvFusedShape& c, double tol) {
+    auto x = randn(e.rng, size_t(c.cols)), w = randn(e.rng, size_t(c.rows) * c.cols, 0.05f);
+    auto pw = randn(e.rng, size_t(c.rows), 0.5f), mul = randn(e.rng, size_t(c.rows)), res = randn(e.rng, size_t(c.rows));
+    Floats sc = {0.6f};
+    auto wb = store(w, dt), pwb = store(pw, dt), scb = store(sc, dt);
+    const TensorView wv = view(wb, dt, {c.rows, c.cols});
+    Floats y(static_cast<size_t>(c.rows)), ref = res, tmp(static_cast<size_t>(c.rows));
+    cpu::linear(e.pool, x.data(), 1, wv, nullptr, y.data());
+    Dev dx(x), dw(wb), dpw(pwb), dmul(mul), dres(res), dsc(scb), dy(size_t(c.rows) * 4), count(std::vector<int>{0});
+    GemvArgs a{};
+    a.seg[0] = {dw.p, nullptr, dy.as<float>(), c.rows};
+    a.n_seg = 1;
+    a.cols = c.cols;
+    a.wdt = dt;
+    a.x = dx.as<float>();
+    a.norm_offset = 1.0f;
+    a.norm_eps = 1e-6f;
+    if (c.post) {
+        a.post_norm = dpw.p;
+        a.residual = dres.as<float>();
+        a.row_scale = c.scale ? dsc.p : nullptr;
+        a.post_arrivals = count.as<int>();
+    } else {
+        a.y_mul = dmul.as<float>();
+        a.y_act = GateAct::gelu_tanh;
+    }
+    std::vector<Measured> out;
+    for (int rep = 0; rep < c.reps; ++rep) {
+        if (c.post) {  // each launch adds once more to the residual
+            cpu::rmsnorm_f32(y.data(), pw.data(), 1.0f, 1e-6f, tmp.data(), c.rows);
+            for (int i = 0; i < c.rows; ++i) ref[size_t(i)] = (ref[size_t(i)] + tmp[size_t(i)]) * (c.scale ? sc[0] : 1.0f);
+        } else {
+            for (int i = 0; i < c.rows; ++i) ref[size_t(i)] = cpu::gelu_tanh(y[size_t(i)]) * mul[size_t(i)];
+        }
+        gemv(a, nullptr);
+        out.push_back({fmt::format("launch {}: {}", rep + 1, c.post ? "residual" : "gated output"),
+                       rel_err((c.post ? dres : dy).get(ref.size()), ref), tol});
+    }
+    return out;
+}
+
 std::vector<Measured> gemv_gated_case(CaseEnv& e, DType dt, int rows, int cols, double tol) {
     std::vector<Measured> out;
     for (GateAct act : {GateAct::silu, GateAct::gelu_tanh}) {
@@ -1077,6 +1126,14 @@ std::vector<KernelCase> build_table() {
                                     {96, 4096, false, true, true, 3}};
     for (DType dt : {f32, f16, bf16})
         for (const GemvShape& g : gemv_sweep) add_gemv(dt, g, false, 2e-5);
+    // Gemma's fused post-norm (hidden 1536: E2B; 4096 from 14336 columns: a sliced launch) and
+    // Gemma 4's gated per-layer input (256 rows).
+    for (DType dt : {f32, bf16})
+        for (const GemvFusedShape& c : {GemvFusedShape{1536, 2048, true, false, 3}, {1536, 256, true, true, 3},
+                                        {4096, 14336, true, true, 2}, {256, 1536, false, false, 2}, {33, 72, true, true, 2}})
+            add("gemv fused", dt, fmt::format("rows {} cols {}, {}, {} launches", c.rows, c.cols,
+                                              c.post ? (c.scale ? "post-norm + row scale" : "post-norm") : "gated output", c.reps),
+                dt == f32 && c.rows == 33, [=](CaseEnv& e) { return gemv_fused_case(e, dt, c, 1e-5); });
 
     auto add_gated = [&](DType dt, int rows, int cols, bool quick, double tol) {
         add("gemv_gated", dt, fmt::format("rows {} cols {}, silu and gelu_tanh", rows, cols), quick,
@@ -1126,8 +1183,8 @@ std::vector<KernelCase> build_table() {
     // Gemma 4: the full layers' head_dim 512 with proportional RoPE (64 of 256 pairs rotate) and
     // the v-norm; a KV-shared layer (q only); attention_k_eq_v; sliding layers' head_dim 256.
     auto add_rope_g4 = [&](DType dt, const RopeShape& c) {
-        add("rope_qkv gemma4", dt,
-            fmt::format("heads {}/{} head_dim {} n {} pos {}, {} ({} pairs rotated){}{}{}", c.n_heads, c.n_kv, c.hd, c.n, c.pos0,
+        add("rope_qkv", dt,
+            fmt::format("Gemma 4: heads {}/{} head_dim {} n {} pos {}, {} ({} pairs rotated){}{}{}", c.n_heads, c.n_kv, c.hd, c.n, c.pos0,
                         c.scaling == RopeScaling::proportional ? "proportional" : "default", c.rotated_pairs, c.v_norm ? ", v-norm" : "",
                         c.shared ? ", KV-shared (q only)" : "", c.k_eq_v ? ", k_eq_v" : ""),
             false, [=](CaseEnv& e) { return rope_case(e, dt, c, {1e-5, 1e-5, 1e-5, 1e-5}); });
@@ -1173,8 +1230,8 @@ std::vector<KernelCase> build_table() {
                                    {8, 1, 256, 256, 900, 512, true, false, true, true, false, 0}};
     for (DType dt : {f32, bf16})
         for (const FusedShape& c : g4_fused)
-            add("decode_attention rope gemma4", dt,
-                fmt::format("heads {}/{} head_dim {} len {} window {}{}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
+            add("decode_attention rope", dt,
+                fmt::format("Gemma 4: heads {}/{} head_dim {} len {} window {}{}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
                             c.rotated_pairs ? ", proportional" : "", c.shared ? ", KV-shared" : "", c.k_eq_v ? ", k_eq_v" : ""),
                 false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, dt == f32 ? 1e-5 : 1e-2); });
 
@@ -1299,11 +1356,11 @@ std::vector<KernelCase> build_table() {
             add("per_layer_inputs", dt, fmt::format("n {} layers {} P {}{}", c.n, c.n_layers, c.P, c.host_table ? ", table in host memory" : ""),
                 dt == f32 && c.n == 9, [=](CaseEnv& e) { return per_layer_inputs_case(e, dt, c, 1e-5); });
         for (GateAct act : {GateAct::gelu_tanh, GateAct::silu})
-            add("per_layer_gate_act", dt, fmt::format("n 37 P 256 layer 12 of 35, {}", act_name(act)), false,
+            add("per_layer_gate_act", dt, fmt::format("n 37 P 256 layer 12 of 35, {}", act_name(act)), dt == f32 && act == GateAct::gelu_tanh,
                 [=](CaseEnv& e) { return per_layer_gate_act_case(e, dt, 37, 256, 35, 12, act, dt == f32 ? 1e-6 : 1e-2); });
     }
     for (DType dt : {f16, bf16})
-        add("to_dtype", dt, "1000003 values", false, [=](CaseEnv& e) { return to_dtype_case(e, dt, 1000003); });
+        add("to_dtype", dt, "1000003 values", dt == bf16, [=](CaseEnv& e) { return to_dtype_case(e, dt, 1000003); });
 
     for (DType dt : {f32, f16, bf16})
         for (int cols : {72, 37})

@@ -15,6 +15,34 @@ namespace tt::cuda {
 
 namespace {
 
+// The fused post-norm (GemvArgs::post_norm): the last block to finish (threadFenceReduction: every
+// block fences its rows of y before counting its arrival) normalizes y and adds it to the
+// residual, so Gemma's sandwich norms cost no launch of their own.
+template <typename W>
+__device__ void post_norm_tail(const GemvArgs& a, int rows) {
+    __shared__ bool s_last;
+    __shared__ float scratch[32];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(a.post_arrivals, 1) == int(gridDim.x) - 1;
+    __syncthreads();
+    if (!s_last) return;
+    if (threadIdx.x == 0) *a.post_arrivals = 0;  // ready for the next launch (graph replay)
+    const float* y = a.seg[0].y;
+    float ss = 0;
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        const float v = __ldcg(y + i);
+        ss += v * v;
+    }
+    const float inv = rsqrtf(block_sum(ss, scratch) / rows + a.norm_eps);
+    const W* w = static_cast<const W*>(a.post_norm);
+    const float scale = a.row_scale ? to_float(static_cast<const W*>(a.row_scale)[0]) : 1.0f;
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        const float v = a.residual[i] + __ldcg(y + i) * inv * (to_float(w[i]) + a.norm_offset);
+        a.residual[i] = a.row_scale ? v * scale : v;
+    }
+}
+
 template <typename W, bool VECTOR, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
@@ -27,10 +55,16 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a
         while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
         const GemvSegment& sg = a.seg[seg];
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
-        sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
+        if (a.y_mul) {
+            const float g = dot[0] + b;
+            sg.y[r] = (a.y_act == GateAct::silu ? silu(g) : gelu_tanh(g)) * a.y_mul[r];
+        } else {
+            sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
+        }
     };
     stream_rows<W, VECTOR, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
                                              a.norm_eps, rows_of, epilogue);
+    if (a.post_norm) post_norm_tail<W>(a, rows);
 }
 
 template <typename W, bool VECTOR, bool SLICED, int WARPS>
@@ -72,6 +106,8 @@ void gated_launch(const W* g, const W* u, const W* b1, const W* b2, int rows, in
 void gemv(const GemvArgs& a, cudaStream_t s) {
     int rows = 0;
     for (int i = 0; i < a.n_seg; ++i) rows += a.seg[i].rows;
+    if ((a.post_norm || a.y_mul) && (a.n_seg != 1 || a.accumulate || (a.post_norm && (!a.residual || !a.post_arrivals))))
+        fail("gemv: a fused post-norm or gated output takes one segment, no accumulate (and the residual and its counter)");
     const size_t smem = size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});

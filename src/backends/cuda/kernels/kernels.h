@@ -52,6 +52,8 @@ struct RopeArgs {
 };
 void rope_qkv(const RopeArgs& a, cudaStream_t s);
 
+enum class GateAct { silu, gelu_tanh };
+
 // ---- gemv.cu ----  decode matrix-vector products, one token, weights streamed at full bandwidth.
 struct GemvSegment {
     const void* w;   // [rows, cols] in the weight dtype
@@ -68,9 +70,19 @@ struct GemvArgs {
     const void* norm_w;   // when non-null: x is RMS-normalized with this weight first (pre-norm fused)
     float norm_offset, norm_eps;
     bool accumulate;      // y += W x (residual add fused) instead of y = W x
+    // Gemma 4's gated per-layer input (one segment): y = act(W x + b) * y_mul (f32 [rows]) when non-null.
+    const float* y_mul;
+    GateAct y_act;
+    // Gemma's post-norm, fused (one segment, not accumulate): when post_norm is non-null, the last
+    // block to finish adds rmsnorm(y) * (post_norm + norm_offset) to residual [rows], then
+    // multiplies residual by *row_scale when non-null (Gemma 4's layer_scalar), as
+    // residual_rmsnorm does. post_arrivals: one int, zero before the first launch (self-resetting).
+    const void* post_norm;
+    float* residual;
+    const void* row_scale;
+    int* post_arrivals;
 };
 void gemv(const GemvArgs& a, cudaStream_t s);
-enum class GateAct { silu, gelu_tanh };
 // y = act(Wg xn + bg) * (Wu xn + bu), xn = rmsnorm(x) * (norm_w + offset): the MLP's first half.
 void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
                 const float* x, const void* norm_w, float norm_offset, float norm_eps, GateAct act, float* y,
@@ -113,7 +125,8 @@ void per_layer_gate_act(const float* g, const float* pli, int ld_pli, int n, int
 // of each KV head merges the splits. The sequence length is *d_pos + 1 read on the device (so the
 // launch can live in a CUDA graph). With rope_fused, q and the new k/v are the raw projections
 // (rope.q/k/v, n = 1): biases, q/k norm and RoPE are applied in the kernel, and k/v are written
-// into the cache at *d_pos before use (rope.k_cache/v_cache must equal k_cache/v_cache).
+// into the cache at *d_pos before use (rope.k_cache/v_cache must equal k_cache/v_cache; a
+// KV-shared layer passes rope.k = null and the source layer's caches). head_dim <= 512, GQA group <= 16.
 struct DecodeAttnArgs {
     const float* q;            // [n_heads * head_dim], already rotated (when !rope_fused)
     const void* k_cache; const void* v_cache; DType kv_dt;  // [n_ctx, kv_dim]
