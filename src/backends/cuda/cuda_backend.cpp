@@ -171,6 +171,7 @@ private:
     void per_layer_decode(int il, const DevLayer& L);
     void per_layer_inputs_prefill(int n);
     void per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm);
+    PerLayerInputArgs per_layer_input_args(float* proj, const int32_t* ids, int n) const;  // the table's row of ids[t] into proj
     // Attention layers: the flash kernel serves this layer's head_dim (else scores are materialized).
     bool flash(int il) const { return prefill_attention_supported(kvdt_, spec_.layer_head_dim(il)); }
     void prefill(std::span<const int32_t> tokens, bool all_logits);
@@ -190,6 +191,11 @@ private:
     // grouped by expert on the host, one GEMM pair per expert used, a weighted fixed-order sum;
     // a shared expert runs on all n tokens as a dense MLP and joins that sum).
     void moe_prefill(int il, const DevLayer& L, int n);
+    // Prefill: pact_ = act(gate ph_ + b_gate) * (up ph_ + b_up) over n rows of width f (a dense
+    // layer's MLP, or a shared expert's); gate and up back to back (adjacent) run as one GEMM.
+    // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32 for
+    // the largest activation of the layer (f32 models keep f32).
+    void gated_mlp_prefill(const void* gate, const void* up, bool adjacent, const void* b_gate, const void* b_up, int f, int n);
     // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, x *= *row_scale
     // when non-null, then ph_ = norm(x) with next_norm (the next matrix product's input; null: none).
     void project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
@@ -744,15 +750,7 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     float* shared_logit = L.shexp_gate_inp ? pbuf(PrefillBuf::shexp_logit).as<float>() : nullptr;
     if (L.shexp_gate) {
         const int SF = m.shared_ffn_dim;
-        void* sgu = pgu_.ptr;
-        void* sup = static_cast<uint8_t*>(sgu) + size_t(SF) * we;
-        if (L.shexp_gate_up_adjacent) {
-            gemm(L.shexp_gate, 2 * SF, H, ph_.ptr, n, sgu, wdt_, 2 * SF);
-        } else {
-            gemm(L.shexp_gate, SF, H, ph_.ptr, n, sgu, wdt_, 2 * SF);
-            gemm(L.shexp_up, SF, H, ph_.ptr, n, sup, wdt_, 2 * SF);
-        }
-        gated_act(sgu, sup, wdt_, 2 * SF, nullptr, nullptr, wdt_, n, SF, act, pact_.ptr, wdt_, stream_);
+        gated_mlp_prefill(L.shexp_gate, L.shexp_up, L.shexp_gate_up_adjacent, nullptr, nullptr, SF, n);
         gemm(L.shexp_down, H, SF, pact_.ptr, n, shared, DType::f32, H);
         if (shared_logit) gemm(L.shexp_gate_inp, 1, H, ph_.ptr, n, shared_logit, DType::f32, 1);
     }
@@ -858,13 +856,19 @@ void CudaBackend::per_layer_inputs_decode() {
     g.seg[0] = {ple_proj_, nullptr, dbuf(DecodeBuf::ple).as<float>(), LP};
     g.n_seg = 1; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = x_.as<float>();
     gemv(g, stream_);
+    per_layer_inputs(per_layer_input_args(dbuf(DecodeBuf::ple).as<float>(), io_.as<int32_t>(), 1), stream_);
+}
+
+PerLayerInputArgs CudaBackend::per_layer_input_args(float* proj, const int32_t* ids, int n) const {
+    const ModelSpec& s = spec_;
     PerLayerInputArgs a{};
-    a.proj = dbuf(DecodeBuf::ple).as<float>(); a.table = ple_table_; a.ids = io_.as<int32_t>(); a.norm_w = ple_norm_;
+    a.proj = proj; a.table = ple_table_; a.ids = ids; a.norm_w = ple_norm_;
     a.wdt = wdt_; a.norm_offset = s.norm_weight_offset; a.norm_eps = s.norm_eps;
+    // per_layer_projection * hidden_size ** -0.5; embed_tokens_per_layer * sqrt(P); the sum * 2 ** -0.5
     a.proj_scale = float(1.0 / std::sqrt(double(s.hidden_dim))); a.table_scale = ple_table_scale_;
     a.input_scale = float(1.0 / std::sqrt(2.0));
-    a.n = 1; a.n_layers = s.n_layers; a.per_layer_dim = P;
-    per_layer_inputs(a, stream_);
+    a.n = n; a.n_layers = s.n_layers; a.per_layer_dim = s.per_layer_dim;
+    return a;
 }
 
 void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
@@ -891,13 +895,7 @@ void CudaBackend::per_layer_inputs_prefill(int n) {
     // The scaled embeddings as the projection's operand (transformers holds them in the weights' dtype).
     to_dtype(px_.as<float>(), int64_t(n) * H, ph_.ptr, wdt_, stream_);
     gemm(ple_proj_, LP, H, ph_.ptr, n, ple, DType::f32, LP);
-    PerLayerInputArgs a{};
-    a.proj = ple; a.table = ple_table_; a.ids = pids_.as<int32_t>(); a.norm_w = ple_norm_;
-    a.wdt = wdt_; a.norm_offset = s.norm_weight_offset; a.norm_eps = s.norm_eps;
-    a.proj_scale = float(1.0 / std::sqrt(double(H))); a.table_scale = ple_table_scale_;
-    a.input_scale = float(1.0 / std::sqrt(2.0));
-    a.n = n; a.n_layers = s.n_layers; a.per_layer_dim = P;
-    per_layer_inputs(a, stream_);
+    per_layer_inputs(per_layer_input_args(ple, pids_.as<int32_t>(), n), stream_);
 }
 
 void CudaBackend::per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm) {
@@ -1108,7 +1106,6 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
     if (s.per_layer_dim > 0) per_layer_inputs_prefill(n);
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
     // ph_ holds the normalized input of the next matrix product, in the weights' dtype.
     ws_->need(ws_->layer_block(0));
     residual_rmsnorm(x, nullptr, nullptr, layers_[0].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr,
@@ -1205,18 +1202,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
             ws_->done(ws_->layer_block(il));
             continue;
         }
-        // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32
-        // for the largest activation of the layer (f32 models keep f32).
         const int F = s.layer_ffn_dim(il);
-        void* gu = pgu_.ptr;
-        void* up = static_cast<uint8_t*>(gu) + size_t(F) * we;
-        if (L.gate_up_adjacent) {
-            gemm(L.w_gate, 2 * F, H, ph_.ptr, n, gu, wdt_, 2 * F);
-        } else {
-            gemm(L.w_gate, F, H, ph_.ptr, n, gu, wdt_, 2 * F);
-            gemm(L.w_up, F, H, ph_.ptr, n, up, wdt_, 2 * F);
-        }
-        gated_act(gu, up, wdt_, 2 * F, L.b_gate, L.b_up, wdt_, n, F, act, pact_.ptr, wdt_, stream_);
+        gated_mlp_prefill(L.w_gate, L.w_up, L.gate_up_adjacent, L.b_gate, L.b_up, F, n);
         // The residual add of the MLP output (with Gemma's post-norm) is fused with the next
         // layer's input norm, or with the final norm after the last layer.
         // next_norm lives in the next block, or in the output block after the last layer. Not the
@@ -1245,6 +1232,21 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     ws_->done_head();
     ws_->end_pass();
     if (cache_) cache_->end_prefill(stream_);
+}
+
+void CudaBackend::gated_mlp_prefill(const void* gate, const void* up, bool adjacent, const void* b_gate, const void* b_up, int f,
+                                    int n) {
+    const int H = spec_.hidden_dim;
+    const GateAct act = spec_.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    void* g = pgu_.ptr;
+    void* u = static_cast<uint8_t*>(g) + size_t(f) * dtype_size(wdt_);
+    if (adjacent) {
+        gemm(gate, 2 * f, H, ph_.ptr, n, g, wdt_, 2 * f);
+    } else {
+        gemm(gate, f, H, ph_.ptr, n, g, wdt_, 2 * f);
+        gemm(up, f, H, ph_.ptr, n, u, wdt_, 2 * f);
+    }
+    gated_act(g, u, wdt_, 2 * f, b_gate, b_up, wdt_, n, f, act, pact_.ptr, wdt_, stream_);
 }
 
 void CudaBackend::grow_prefill_buffers(const PrefillBuffers& list) {
