@@ -20,6 +20,7 @@
 #include "model/tensor_names.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
+#include "runtime/device_buffers.h"
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 
@@ -294,6 +295,43 @@ TEST(Gemma4, PrefillEqualsTokenByTokenDecode) {
         for (size_t v = 0; v < V; ++v) m = std::max(m, double(std::fabs(l[v] - all[t * V + v])));
     }
     EXPECT_LT(m, 1e-4);
+}
+
+TEST(Gemma4, DeviceBuffersHoldTheLargestLayer) {
+    // The CUDA backend's buffers (runtime/device_buffers.h) at each layer's own sizes: the fixture's
+    // full-attention layers have head_dim 32 (q 4 x 32), its sliding ones 16; one KV head.
+    nlohmann::json c = fixture_config();
+    c["use_double_wide_mlp"] = true;  // the KV-shared layers' MLPs: 256 wide
+    const ModelSpec s = spec_of(c);
+    const DecodeBuffers d = decode_buffers(s, 4);
+    auto db = [&](DecodeBuf b) { return d[size_t(b)].bytes; };
+    EXPECT_EQ(db(DecodeBuf::q), 4u * 32 * 4);
+    EXPECT_EQ(db(DecodeBuf::k), 32u * 4);
+    EXPECT_EQ(db(DecodeBuf::att), 4u * 32 * 4);
+    EXPECT_EQ(db(DecodeBuf::ffn), 256u * 4);
+    EXPECT_EQ(db(DecodeBuf::partial), 4u * 4 * (32 + 2) * 4);  // heads x splits x (head_dim + 2)
+    EXPECT_EQ(db(DecodeBuf::ple), 6u * 8 * 4);
+    EXPECT_EQ(db(DecodeBuf::ple_gate), 8u * 4);
+    EXPECT_EQ(db(DecodeBuf::post_arrivals), 4u);  // the fused post-norm's counter (sandwich norms)
+    EXPECT_EQ(min_kv_heads(s), 1);
+    // Head dims 16 and 32 have no flash kernel: scores are materialized, sized for the widest layer.
+    EXPECT_TRUE(prefill_needs_scores(s, DType::bf16));
+    const PrefillBuffers p = prefill_buffers(s, 10, 20, DType::bf16, 1);
+    auto pb = [&](PrefillBuf b) { return p[size_t(b)].bytes; };
+    EXPECT_EQ(pb(PrefillBuf::qkv), 10u * (128 + 2 * 32) * 4);
+    EXPECT_EQ(pb(PrefillBuf::q_roped), 10u * 128 * 2);
+    EXPECT_EQ(pb(PrefillBuf::scores), 4u * 10 * 20 * 4);
+    EXPECT_EQ(pb(PrefillBuf::gate_up), 10u * 2 * 256 * 2);
+    EXPECT_EQ(pb(PrefillBuf::ple), 10u * 6 * 8 * 4);
+    EXPECT_EQ(pb(PrefillBuf::ple_gate), 10u * 8 * 4);
+    EXPECT_EQ(pb(PrefillBuf::proj), 10u * 64 * 4);
+    // With head dims the flash kernel serves (E2B's 256 and 512: 512 is not one) the choice is per layer.
+    ModelSpec e2b_like = s;
+    for (int il = 0; il < e2b_like.n_layers; ++il) e2b_like.layers[size_t(il)].head_dim = e2b_like.sliding(il) ? 256 : 512;
+    EXPECT_TRUE(prefill_needs_scores(e2b_like, DType::bf16));
+    for (auto& l : e2b_like.layers) l.head_dim = 256;
+    EXPECT_FALSE(prefill_needs_scores(e2b_like, DType::bf16));
+    EXPECT_EQ(prefill_buffers(e2b_like, 10, 20, DType::bf16, 1)[size_t(PrefillBuf::scores)].bytes, 0u);
 }
 
 TEST(Gemma4, PlannerCountsNoKvForSharedLayers) {
