@@ -169,6 +169,13 @@ struct HostTables {
     bool ple_host = false;         // it is host-mapped (registrable, within the RAM budget)
 };
 
+// Gemma 4's per-layer table in registered host memory: its placement and its RAM line (both plans).
+void place_per_layer_table_in_host(Plan& p, int ple, uint64_t bytes) {
+    p.per_layer_embd_host_mapped = true;
+    p.blocks[size_t(ple)].place = Placement::host_mapped;
+    p.ram.push_back({"per-layer embedding table (registered, rows read by the kernel)", bytes});
+}
+
 ExpertCacheSizes expert_cache_sizes(const PlanInput& in, uint64_t fixed, const HostTables& ht) {
     const ModelSpec& s = in.spec;
     ExpertCacheSizes z;
@@ -232,11 +239,7 @@ Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLi
         Placement place = b.expert >= 0 ? Placement::expert_cache : Placement::vram;
         p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, place, -1, b.expert});
     }
-    if (ht.ple_host) {
-        p.per_layer_embd_host_mapped = true;
-        p.blocks[size_t(ht.ple)].place = Placement::host_mapped;
-        p.ram.push_back({"per-layer embedding table (registered, rows read by the kernel)", ple_bytes});
-    }
+    if (ht.ple_host) place_per_layer_table_in_host(p, ht.ple, ple_bytes);
     if (embed_host) {
         p.embed_host_mapped = true;
         p.blocks[size_t(embed)].place = Placement::host_mapped;
@@ -459,16 +462,14 @@ Plan make_plan(const PlanInput& in) {
     // A tied embedding is the head: it is host-mapped for the lookups exactly when it is streamed.
     p.embed_host_mapped = tied ? std::count(best.streamed.begin(), best.streamed.end(), embed) > 0 : best.embed_host;
     if (p.embed_host_mapped && !tied) p.blocks[size_t(embed)].place = Placement::host_mapped;
-    p.per_layer_embd_host_mapped = ple_host;
-    if (ple_host) p.blocks[size_t(ple)].place = Placement::host_mapped;
     p.stream_order = best.streamed;
 
     // Host side: register streamed blocks in pass order while RAM allows; the rest come from the
     // file through one pinned bounce buffer (or from the page cache when registration is refused).
     uint64_t ram_left = p.ram_budget;
     if (ple_host) {
+        place_per_layer_table_in_host(p, ple, bytes_of(ple));
         ram_left -= bytes_of(ple);
-        p.ram.push_back({"per-layer embedding table (registered, rows read by the kernel)", bytes_of(ple)});
     }
     if (p.embed_host_mapped) {
         ram_left -= bytes_of(embed);
