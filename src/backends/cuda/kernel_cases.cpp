@@ -1208,7 +1208,9 @@ std::vector<KernelCase> build_table() {
                                         {16, 8, 128, 3000, 0, 0, 2},  {8, 1, 64, 1025, 300, 50.0f, 2}, {12, 4, 256, 77, 0, 0, 2},
                                         {32, 8, 128, 16384, 0, 0, 2},
                                         // Gemma 4: head_dim 512 (full layers), one KV head; with a window and soft-capping
-                                        {8, 1, 512, 700, 0, 0, 2},    {8, 1, 512, 3000, 512, 30.0f, 2}};
+                                        {8, 1, 512, 700, 0, 0, 2},    {8, 1, 512, 3000, 512, 30.0f, 2},
+                                        // head_dim 96 (Phi-3), and the largest GQA group (16 query heads per KV head)
+                                        {32, 32, 96, 200, 0, 0, 2},   {16, 1, 128, 70, 0, 0, 2}};
     for (DType kv : {f32, bf16})
         for (const DecodeShape& c : decode_sweep) add_decode(kv, c, false, 1e-5);
 
