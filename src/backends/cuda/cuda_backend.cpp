@@ -172,6 +172,8 @@ private:
     void per_layer_inputs_prefill(int n);
     void per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm);
     PerLayerInputArgs per_layer_input_args(float* proj, const int32_t* ids, int n) const;  // the table's row of ids[t] into proj
+    // The MLPs' activation (and Gemma 4's per-layer gate's), as the kernels name it.
+    GateAct gate_act() const { return spec_.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh; }
     // Attention layers: the flash kernel serves this layer's head_dim (else scores are materialized).
     bool flash(int il) const { return prefill_attention_supported(kvdt_, spec_.layer_head_dim(il)); }
     void prefill(std::span<const int32_t> tokens, bool all_logits);
@@ -574,7 +576,7 @@ void CudaBackend::decode_step() {
     const int H = s.hidden_dim;
     int32_t* d_io = io_.as<int32_t>();
     float* x = x_.as<float>();
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
     if (s.per_layer_dim > 0) per_layer_inputs_decode();
     for (int il = 0; il < s.n_layers; ++il) {
@@ -658,7 +660,7 @@ void CudaBackend::decode_step() {
 void CudaBackend::moe_decode(int il, const DevLayer& L) {
     const ModelSpec& s = spec_;
     const MoeSpec& m = s.moe;
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     // router_logits = self.gate(norm(x)): the pre-FFN norm fused into the GEMV; the shared
     // expert's gate logit, self.shared_expert_gate(norm(x)), is one more row of the same launch.
     GemvArgs r{};
@@ -743,7 +745,7 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     TT_CUDA_CHECK(cudaMemcpyAsync(pbuf(PrefillBuf::moe_tokens).ptr, tokens, A * 4, cudaMemcpyHostToDevice, stream_));
     uint8_t* xg = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_x).ptr);
     gather_rows(ph_.ptr, d_tokens, int(A), H, wdt_, xg, stream_);
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     // The shared expert on every token, as a dense MLP (its products in the dense MLP's buffers,
     // its output apart until the combine scales it by sigmoid(self.shared_expert_gate(x))).
     float* shared = L.shexp_gate ? pbuf(PrefillBuf::shexp_y).as<float>() : nullptr;
@@ -874,7 +876,7 @@ PerLayerInputArgs CudaBackend::per_layer_input_args(float* proj, const int32_t* 
 void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
     const ModelSpec& s = spec_;
     const int P = s.per_layer_dim, H = s.hidden_dim;
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     float* g = dbuf(DecodeBuf::ple_gate).as<float>();
     // hidden_states = self.act_fn(self.per_layer_input_gate(hidden_states)) * per_layer_input, the
     // product in the GEMV's epilogue
@@ -901,7 +903,7 @@ void CudaBackend::per_layer_inputs_prefill(int n) {
 void CudaBackend::per_layer_prefill(int il, const DevLayer& L, int n, const void* next_norm) {
     const ModelSpec& s = spec_;
     const int P = s.per_layer_dim, LP = s.n_layers * P, H = s.hidden_dim;
-    const GateAct act = s.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     float* x = px_.as<float>();
     float* g = pbuf(PrefillBuf::ple_gate).as<float>();
     // ph_ is free until the next norm below writes it: x as the gate's operand.
@@ -1237,7 +1239,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
 void CudaBackend::gated_mlp_prefill(const void* gate, const void* up, bool adjacent, const void* b_gate, const void* b_up, int f,
                                     int n) {
     const int H = spec_.hidden_dim;
-    const GateAct act = spec_.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh;
+    const GateAct act = gate_act();
     void* g = pgu_.ptr;
     void* u = static_cast<uint8_t*>(g) + size_t(f) * dtype_size(wdt_);
     if (adjacent) {
