@@ -313,6 +313,7 @@ TEST(Gemma4, DeviceBuffersHoldTheLargestLayer) {
     EXPECT_EQ(db(DecodeBuf::ple), 6u * 8 * 4);
     EXPECT_EQ(db(DecodeBuf::ple_gate), 8u * 4);
     EXPECT_EQ(db(DecodeBuf::post_arrivals), 4u);  // the fused post-norm's counter (sandwich norms)
+    EXPECT_EQ(db(DecodeBuf::x_alt), size_t(s.hidden_dim) * 4);  // the residual stream's second buffer (sandwich norms)
     EXPECT_EQ(min_kv_heads(s), 1);
     // Head dims 16 and 32 have no flash kernel: scores are materialized, sized for the widest layer.
     EXPECT_TRUE(prefill_needs_scores(s, DType::bf16));

@@ -160,9 +160,12 @@ private:
     void run_decode_graph();
     void wait_step();  // until the stream is idle: sleeping on step_done_ when CPU layers run, else spinning
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms), then
-    // x *= *row_scale when non-null (Gemma 4's layer_scalar).
+    // x *= *row_scale when non-null (Gemma 4's layer_scalar). A post-norm is fused into this GEMV
+    // (its last block) when the stream's next reader is the gated MLP GEMV; else it is left pending
+    // (GemvArgs::pending) for the next GEMV.
+    enum class Reader { mlp, gemv };
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
-                        const void* row_scale = nullptr);
+                        const void* row_scale = nullptr, Reader next = Reader::gemv);
     // Gemma 4's per-layer inputs: computed for the step's token (decode) or the chunk's n tokens
     // (prefill) from the scaled token embeddings in x; and, after layer il's MLP, x +=
     // post_norm(proj(act(gate(x)) * input_il)), then x *= the layer scalar (prefill: then ph_ =
@@ -244,6 +247,18 @@ private:
     DeviceBuffer &att_ = dbuf(DecodeBuf::att), &tmp_ = dbuf(DecodeBuf::tmp), &ffn_ = dbuf(DecodeBuf::ffn);
     DeviceBuffer &logits_ = dbuf(DecodeBuf::logits), &partial_ = dbuf(DecodeBuf::partial);
     DeviceBuffer &arrivals_ = dbuf(DecodeBuf::arrivals), &io_ = dbuf(DecodeBuf::io);  // io_: {token, pos, result, argmax}
+    // The decode residual stream: x_, or x_alt when the last deferred post-norm wrote it there.
+    // While pending_.y is set, a projection's post-norm is still to join it (GemvArgs::pending):
+    // the next GEMV that reads the stream adds it, or settle_residual() for other readers.
+    float* resid_ = nullptr;
+    PendingResidual pending_{};
+    // The stream as the next GEMV's input: returns the buffer and clears p when nothing is pending;
+    // else fills p from pending_ (its result into the other buffer, which becomes the stream) and
+    // returns null.
+    const float* take_residual(PendingResidual& p);
+    // Adds the pending post-norm in place (the readers that do not take it: MoE, DeltaNet, CPU
+    // layers, the gated MLP GEMV).
+    float* settle_residual();
     Profile profile_ = Profile::balanced;
     int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
@@ -575,18 +590,28 @@ void CudaBackend::decode_step() {
     const ModelSpec& s = spec_;
     const int H = s.hidden_dim;
     int32_t* d_io = io_.as<int32_t>();
-    float* x = x_.as<float>();
     const GateAct act = gate_act();
-    embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, x, stream_);
+    resid_ = x_.as<float>();
+    pending_ = {};
+    embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, resid_, stream_);
     if (s.per_layer_dim > 0) per_layer_inputs_decode();
+    // Streamed: a layer whose post-norm is still pending when it ends keeps its slot until the
+    // next reader of the stream, which reads that norm's weight, has been issued.
+    int held = -1;
+    auto release_held = [&] {
+        if (held >= 0) ws_->done(held);
+        held = -1;
+    };
     for (int il = 0; il < s.n_layers; ++il) {
         if (!cpu_group_at_.empty() && cpu_group_at_[size_t(il)] >= 0) {
             // A run of CPU layers: the state down, the host node, the state back up. The copy
             // stream, not ordered after this, keeps filling the ring meanwhile.
             CpuGroup& g = cpu_groups_[size_t(cpu_group_at_[size_t(il)])];
+            float* x = settle_residual();
             TT_CUDA_CHECK(cudaMemcpyAsync(host_x_, x, size_t(H) * 4, cudaMemcpyDeviceToHost, stream_));
             TT_CUDA_CHECK(cudaLaunchHostFunc(stream_, run_cpu_group, &g));
             TT_CUDA_CHECK(cudaMemcpyAsync(x, host_x_, size_t(H) * 4, cudaMemcpyHostToDevice, stream_));
+            release_held();
             il = g.end - 1;
             continue;
         }
@@ -595,6 +620,7 @@ void CudaBackend::decode_step() {
         const bool sliding = s.sliding(il);
         if (s.is_delta_net(il)) {
             delta_net_decode_layer(L);
+            release_held();
         } else {
             const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il);
             const bool own_kv = s.has_kv(il), k_eq_v = s.layers[size_t(il)].k_eq_v;
@@ -608,11 +634,12 @@ void CudaBackend::decode_step() {
             if (own_kv && !k_eq_v) qkv.seg[qkv.n_seg++] = {L.wv, nullptr, v_.as<float>(), KV};
             qkv.cols = H;
             qkv.wdt = wdt_;
-            qkv.x = x;
+            qkv.x = take_residual(qkv.pending);
             qkv.norm_w = L.attn_norm;
             qkv.norm_offset = s.norm_weight_offset;
             qkv.norm_eps = s.norm_eps;
             gemv(qkv, stream_);
+            release_held();
             if (s.attn_output_gate)
                 split_query_gate(dbuf(DecodeBuf::qg).as<float>(), 2 * Q, 1, s.layer_n_heads(il), s.layer_head_dim(il),
                                  q_.as<float>(), Q, dbuf(DecodeBuf::gate).as<float>(), stream_);
@@ -630,7 +657,7 @@ void CudaBackend::decode_step() {
             decode_attention(at, stream_);
             if (s.attn_output_gate) sigmoid_gate(att_.ptr, DType::f32, Q, dbuf(DecodeBuf::gate).as<float>(), 1, Q, stream_);
 
-            add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, Q, att_.as<float>());
+            add_projection(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, Q, att_.as<float>(), nullptr, Reader::mlp);
         }
         // Gemma 4: the per-layer input joins after the MLP, and the layer scalar multiplies the result.
         const void* scalar = s.layer_scalar ? L.layer_scalar : nullptr;
@@ -638,20 +665,23 @@ void CudaBackend::decode_step() {
             moe_decode(il, L);
         } else {
             const int F = s.layer_ffn_dim(il);
-            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, F, H, x, L.ffn_norm, s.norm_weight_offset,
+            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, F, H, settle_residual(), L.ffn_norm, s.norm_weight_offset,
                        s.norm_eps, act, ffn_.as<float>(), stream_);
             add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, F, ffn_.as<float>(),
                            s.per_layer_dim > 0 ? nullptr : scalar);
             if (s.per_layer_dim > 0) per_layer_decode(il, L);
         }
-        ws_->done(ws_->layer_block(il));  // its slot may be refilled once these kernels ran
+        // its slot may be refilled once these kernels ran
+        if (pending_.y) held = ws_->layer_block(il);
+        else ws_->done(ws_->layer_block(il));
     }
     ws_->need_head();
     GemvArgs head{};
     head.seg[0] = {output_, nullptr, logits_.as<float>(), s.vocab_size};
-    head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = x;
+    head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = take_residual(head.pending);
     head.norm_w = output_norm_; head.norm_offset = s.norm_weight_offset; head.norm_eps = s.norm_eps;
     gemv(head, stream_);
+    release_held();
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
     ws_->done_head();
@@ -661,11 +691,12 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     const ModelSpec& s = spec_;
     const MoeSpec& m = s.moe;
     const GateAct act = gate_act();
+    float* x = settle_residual();
     // router_logits = self.gate(norm(x)): the pre-FFN norm fused into the GEMV; the shared
     // expert's gate logit, self.shared_expert_gate(norm(x)), is one more row of the same launch.
     GemvArgs r{};
     r.seg[0] = {L.router, nullptr, dbuf(DecodeBuf::moe_logits).as<float>(), m.n_experts};
-    r.n_seg = 1; r.cols = s.hidden_dim; r.wdt = wdt_; r.x = x_.as<float>();
+    r.n_seg = 1; r.cols = s.hidden_dim; r.wdt = wdt_; r.x = x;
     r.norm_w = L.ffn_norm; r.norm_offset = s.norm_weight_offset; r.norm_eps = s.norm_eps;
     if (L.shexp_gate_inp) r.seg[r.n_seg++] = {L.shexp_gate_inp, nullptr, dbuf(DecodeBuf::shexp_logit).as<float>(), 1};
     gemv(r, stream_);
@@ -673,7 +704,7 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     // until the combine below scales it by its gate (x must stay unchanged until then: every
     // GEMV of this layer normalizes it again).
     if (L.shexp_gate) {
-        gemv_gated(L.shexp_gate, L.shexp_up, nullptr, nullptr, wdt_, m.shared_ffn_dim, s.hidden_dim, x_.as<float>(), L.ffn_norm,
+        gemv_gated(L.shexp_gate, L.shexp_up, nullptr, nullptr, wdt_, m.shared_ffn_dim, s.hidden_dim, x, L.ffn_norm,
                    s.norm_weight_offset, s.norm_eps, act, dbuf(DecodeBuf::shexp_act).as<float>(), stream_);
         GemvArgs d{};
         d.seg[0] = {L.shexp_down, nullptr, dbuf(DecodeBuf::shexp_out).as<float>(), s.hidden_dim};
@@ -690,14 +721,14 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     MoeGemvArgs g{};
     g.experts = ptrs; g.up_offset = expert_up_off_; g.down_offset = expert_down_off_;
     g.wdt = wdt_; g.top_k = m.top_k; g.ffn = m.expert_ffn_dim; g.hidden = s.hidden_dim;
-    g.x = x_.as<float>(); g.norm_w = L.ffn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
+    g.x = x; g.norm_w = L.ffn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
     g.act = act;
     g.act_out = dbuf(DecodeBuf::moe_act).as<float>(); g.partial = dbuf(DecodeBuf::moe_partial).as<float>();
     moe_gemv_gated(g, stream_);
     moe_gemv_down(g, stream_);
     // final_hidden_states = sum over the chosen experts of routing_weight * expert(x)
     // (+ sigmoid(gate logit) * shared_expert_output); residual add
-    moe_combine(x_.as<float>(), g.partial, nullptr, dbuf(DecodeBuf::moe_weights).as<float>(), 1, m.top_k, s.hidden_dim,
+    moe_combine(x, g.partial, nullptr, dbuf(DecodeBuf::moe_weights).as<float>(), 1, m.top_k, s.hidden_dim,
                 L.shexp_gate ? dbuf(DecodeBuf::shexp_out).as<float>() : nullptr,
                 L.shexp_gate_inp ? dbuf(DecodeBuf::shexp_logit).as<float>() : nullptr, stream_);
 }
@@ -820,8 +851,9 @@ RopeArgs CudaBackend::rope_args(int il, float* q, float* k, const float* v, int 
 }
 
 void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
-                                 const void* row_scale) {
+                                 const void* row_scale, Reader next) {
     const int H = spec_.hidden_dim;
+    float* x = settle_residual();  // a no-op in practice: the reader before this took the pending norm
     GemvArgs g{};
     g.n_seg = 1;
     g.cols = cols;
@@ -829,23 +861,46 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
     g.x = in;
     if (post_norm) {
         // Gemma: the projection is normalized before it joins the residual (and Gemma 4 scales
-        // the result), by the GEMV's last block.
+        // the result).
         g.seg[0] = {w, b, tmp_.as<float>(), H};
-        g.norm_offset = spec_.norm_weight_offset;
-        g.norm_eps = spec_.norm_eps;
-        g.post_norm = post_norm;
-        g.residual = x_.as<float>();
-        g.row_scale = row_scale;
-        g.post_arrivals = dbuf(DecodeBuf::post_arrivals).as<int>();
-        gemv(g, stream_);
+        if (next == Reader::mlp) {  // by the GEMV's last block
+            g.norm_offset = spec_.norm_weight_offset;
+            g.norm_eps = spec_.norm_eps;
+            g.post_norm = post_norm;
+            g.residual = x;
+            g.row_scale = row_scale;
+            g.post_arrivals = dbuf(DecodeBuf::post_arrivals).as<int>();
+            gemv(g, stream_);
+        } else {  // by the next GEMV that reads the stream
+            gemv(g, stream_);
+            pending_ = {tmp_.as<float>(), x, post_norm, row_scale, nullptr, spec_.norm_weight_offset, spec_.norm_eps};
+        }
     } else {  // the residual add rides in the GEMV's epilogue
-        g.seg[0] = {w, b, x_.as<float>(), H};
+        g.seg[0] = {w, b, x, H};
         g.accumulate = true;
         gemv(g, stream_);
         if (row_scale)
-            residual_rmsnorm(x_.as<float>(), nullptr, nullptr, nullptr, wdt_, spec_.norm_weight_offset, spec_.norm_eps, 1, H,
-                             nullptr, DType::f32, stream_, row_scale);
+            residual_rmsnorm(x, nullptr, nullptr, nullptr, wdt_, spec_.norm_weight_offset, spec_.norm_eps, 1, H, nullptr,
+                             DType::f32, stream_, row_scale);
     }
+}
+
+const float* CudaBackend::take_residual(PendingResidual& p) {
+    p = {};
+    if (!pending_.y) return resid_;
+    p = pending_;
+    p.out = resid_ == x_.as<float>() ? dbuf(DecodeBuf::x_alt).as<float>() : x_.as<float>();
+    resid_ = p.out;
+    pending_ = {};
+    return nullptr;
+}
+
+float* CudaBackend::settle_residual() {
+    if (pending_.y)
+        residual_rmsnorm(resid_, pending_.y, pending_.norm, nullptr, wdt_, spec_.norm_weight_offset, spec_.norm_eps, 1,
+                         spec_.hidden_dim, nullptr, DType::f32, stream_, pending_.row_scale);
+    pending_ = {};
+    return resid_;
 }
 
 // ---- Gemma 4's per-layer inputs ----
@@ -856,7 +911,7 @@ void CudaBackend::per_layer_inputs_decode() {
     // per_layer_projection = self.per_layer_model_projection(inputs_embeds): x holds the scaled embedding
     GemvArgs g{};
     g.seg[0] = {ple_proj_, nullptr, dbuf(DecodeBuf::ple).as<float>(), LP};
-    g.n_seg = 1; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = x_.as<float>();
+    g.n_seg = 1; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = settle_residual();
     gemv(g, stream_);
     per_layer_inputs(per_layer_input_args(dbuf(DecodeBuf::ple).as<float>(), io_.as<int32_t>(), 1), stream_);
 }
@@ -882,7 +937,7 @@ void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
     // product in the GEMV's epilogue
     GemvArgs a{};
     a.seg[0] = {L.per_layer_gate, nullptr, g, P};
-    a.n_seg = 1; a.cols = H; a.wdt = wdt_; a.x = x_.as<float>();
+    a.n_seg = 1; a.cols = H; a.wdt = wdt_; a.x = take_residual(a.pending);
     a.y_mul = dbuf(DecodeBuf::ple).as<float>() + size_t(il) * size_t(P);
     a.y_act = act;
     gemv(a, stream_);
@@ -1011,7 +1066,7 @@ void CudaBackend::delta_net_decode_layer(const DevLayer& L) {
     g.seg[0] = {L.ssm_in_qkv, nullptr, qkv, cd};
     g.seg[1] = {L.ssm_in_z, nullptr, z, vd};
     g.seg[2] = {L.ssm_in_b, nullptr, b, hv};
-    g.n_seg = 3; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = x_.as<float>();
+    g.n_seg = 3; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = settle_residual();
     g.norm_w = L.attn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
     gemv(g, stream_);
     g.seg[0] = {L.ssm_in_a, nullptr, a, hv};

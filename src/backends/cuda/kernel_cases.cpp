@@ -148,6 +148,49 @@ std::vector<Measured> gemv_fused_case(CaseEnv& e, DType dt, const GemvFusedShape
     return out;
 }
 
+// The pending residual as a decode GEMV's input (GemvArgs::pending): the previous projection's
+// output y, post-normed, joins the residual (then the layer scalar), formed by every block and
+// stored by block 0; then the pre-norm when there is one, and Gemma 4's gated per-layer output
+// (act(W x) * m) when asked.
+struct GemvPendingShape {
+    int rows, cols;
+    bool scale, prenorm, mul;
+};
+
+std::vector<Measured> gemv_pending_case(CaseEnv& e, DType dt, const GemvPendingShape& c, double tol) {
+    const size_t nr = size_t(c.rows), nc = size_t(c.cols);
+    auto x = randn(e.rng, nc), y = randn(e.rng, nc, 3.0f), pw = randn(e.rng, nc, 0.5f), nw = randn(e.rng, nc, 0.5f);
+    auto w = randn(e.rng, nr * nc, 0.05f), mul = randn(e.rng, nr);
+    Floats sc = {0.6f};
+    auto wb = store(w, dt), pwb = store(pw, dt), nwb = store(nw, dt), scb = store(sc, dt);
+    // the reference: h = (x + rmsnorm(y) * pw) * scale, xn = rmsnorm(h) * (1 + nw), out = W xn
+    Floats h(nc), yn(nc), xn(nc), out(nr);
+    cpu::rmsnorm_f32(y.data(), pw.data(), 0.0f, 1e-5f, yn.data(), c.cols);
+    for (size_t i = 0; i < nc; ++i) h[i] = (x[i] + yn[i]) * (c.scale ? sc[0] : 1.0f);
+    if (c.prenorm) cpu::rmsnorm_f32(h.data(), nw.data(), 1.0f, 1e-6f, xn.data(), c.cols);
+    else xn = h;
+    cpu::linear(e.pool, xn.data(), 1, view(wb, dt, {c.rows, c.cols}), nullptr, out.data());
+    if (c.mul)
+        for (size_t i = 0; i < nr; ++i) out[i] = cpu::gelu_tanh(out[i]) * mul[i];
+    Dev dx(x), dy_in(y), dw(wb), dpw(pwb), dnw(nwb), dmul(mul), dsc(scb), dy(nr * 4), dh(nc * 4);
+    GemvArgs a{};
+    a.seg[0] = {dw.p, nullptr, dy.as<float>(), c.rows};
+    a.n_seg = 1;
+    a.cols = c.cols;
+    a.wdt = dt;
+    a.norm_w = c.prenorm ? dnw.p : nullptr;
+    a.norm_offset = 1.0f;
+    a.norm_eps = 1e-6f;
+    // The post-norm's own offset and eps, unlike the pre-norm's: the per-layer gate has no pre-norm.
+    a.pending = {dy_in.as<float>(), dx.as<float>(), dpw.p, c.scale ? dsc.p : nullptr, dh.as<float>(), 0.0f, 1e-5f};
+    if (c.mul) {
+        a.y_mul = dmul.as<float>();
+        a.y_act = GateAct::gelu_tanh;
+    }
+    gemv(a, nullptr);
+    return {{"output", rel_err(dy.get(nr), out), tol}, {"residual stored", rel_err(dh.get(nc), h), 1e-6}};
+}
+
 std::vector<Measured> gemv_gated_case(CaseEnv& e, DType dt, int rows, int cols, double tol) {
     std::vector<Measured> out;
     for (GateAct act : {GateAct::silu, GateAct::gelu_tanh}) {
@@ -1134,6 +1177,18 @@ std::vector<KernelCase> build_table() {
             add("gemv fused", dt, fmt::format("rows {} cols {}, {}, {} launches", c.rows, c.cols,
                                               c.post ? (c.scale ? "post-norm + row scale" : "post-norm") : "gated output", c.reps),
                 dt == f32 && c.rows == 33, [=](CaseEnv& e) { return gemv_fused_case(e, dt, c, 1e-5); });
+
+    // Gemma's deferred post-norm as the next GEMV's input (hidden 1536: E2B's q/k/v with the layer
+    // scalar, its per-layer gate; 5376: the 31B, three staged rows over 48 KB of shared memory;
+    // 64 rows of 8192: several warps a row; 72 columns: the scalar path).
+    for (DType dt : {f32, bf16})
+        for (const GemvPendingShape& c : {GemvPendingShape{2560, 1536, true, true, false}, {256, 1536, false, false, true},
+                                          {1024, 5376, true, true, false}, {64, 8192, false, true, false},
+                                          {33, 72, true, true, false}, {20, 72, false, false, true}})
+            add("gemv pending", dt,
+                fmt::format("rows {} cols {}{}{}{}", c.rows, c.cols, c.scale ? ", row scale" : "", c.prenorm ? ", pre-norm" : "",
+                            c.mul ? ", gated output" : ""),
+                dt == f32 && c.rows == 33, [=](CaseEnv& e) { return gemv_pending_case(e, dt, c, 1e-5); });
 
     auto add_gated = [&](DType dt, int rows, int cols, bool quick, double tol) {
         add("gemv_gated", dt, fmt::format("rows {} cols {}, silu and gelu_tanh", rows, cols), quick,

@@ -43,7 +43,9 @@ __device__ void post_norm_tail(const GemvArgs& a, int rows) {
     }
 }
 
-template <typename W, bool VECTOR, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS>
+// PENDING: the input is a.pending (stream_rows); its own instantiation, so that the prologue it
+// adds leaves the code of every other GEMV as it was.
+template <typename W, bool VECTOR, bool XSMEM, bool SLICED, int WARPS, int MIN_BLOCKS, bool PENDING>
 __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a, int rows, int kslices) {
     auto rows_of = [&](int r, const W* (&w)[1]) {
         int seg = 0;
@@ -62,8 +64,8 @@ __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) gemv_kernel(GemvArgs a
             sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[0] + b;
         }
     };
-    stream_rows<W, VECTOR, 1, XSMEM, SLICED, WARPS>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
-                                             a.norm_eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, 1, XSMEM, SLICED, WARPS, true, false, PENDING>(rows, a.cols, kslices, a.x, static_cast<const W*>(a.norm_w),
+                                                                      a.norm_offset, a.norm_eps, a.pending, rows_of, epilogue);
     if (a.post_norm) post_norm_tail<W>(a, rows);
 }
 
@@ -79,16 +81,25 @@ __global__ void __launch_bounds__(WARPS * 32)
         const float g = gu[0] + (bg ? to_float(bg[r]) : 0.0f), u = gu[1] + (bu ? to_float(bu[r]) : 0.0f);
         y[r] = (act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    stream_rows<W, VECTOR, 2, true, SLICED, WARPS>(rows, cols, kslices, x, norm_w, offset, eps, rows_of, epilogue);
+    stream_rows<W, VECTOR, 2, true, SLICED, WARPS>(rows, cols, kslices, x, norm_w, offset, eps, PendingResidual{}, rows_of,
+                                                   epilogue);
+}
+
+// (xsmem is always true with PENDING: the second choice of each pair is then the first again)
+template <int WARPS, int MINB, typename W, bool PENDING>
+void gemv_launch(const GemvArgs& a, int rows, bool vec, bool xsmem, size_t sm, cudaStream_t s) {
+    auto k = !vec ? gemv_kernel<W, false, true, false, WARPS, MINB, PENDING>
+             : xsmem ? gemv_kernel<W, true, true, false, WARPS, MINB, PENDING> : gemv_kernel<W, true, PENDING, false, WARPS, MINB, PENDING>;
+    const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm, WARPS), WARPS);
+    if (ks > 1)
+        k = xsmem ? gemv_kernel<W, true, true, true, WARPS, MINB, PENDING> : gemv_kernel<W, true, PENDING, true, WARPS, MINB, PENDING>;
+    launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks);
 }
 
 template <int WARPS, int MINB, typename W>
 void gemv_launch(const GemvArgs& a, int rows, bool vec, bool xsmem, size_t sm, cudaStream_t s) {
-    auto k = !vec ? gemv_kernel<W, false, true, false, WARPS, MINB>
-             : xsmem ? gemv_kernel<W, true, true, false, WARPS, MINB> : gemv_kernel<W, true, false, false, WARPS, MINB>;
-    const int ks = kslices_for(rows, a.cols, sizeof(W), vec, resident_blocks(k, sm, WARPS), WARPS);
-    if (ks > 1) k = xsmem ? gemv_kernel<W, true, true, true, WARPS, MINB> : gemv_kernel<W, true, false, true, WARPS, MINB>;
-    launch(k, grid_for(rows, ks, resident_blocks(k, sm, WARPS), WARPS), WARPS * 32, sm, s, a, rows, ks);
+    if (a.pending.y) gemv_launch<WARPS, MINB, W, true>(a, rows, vec, xsmem, sm, s);
+    else gemv_launch<WARPS, MINB, W, false>(a, rows, vec, xsmem, sm, s);
 }
 
 template <int WARPS, typename W>
@@ -108,10 +119,14 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
     for (int i = 0; i < a.n_seg; ++i) rows += a.seg[i].rows;
     if ((a.post_norm || a.y_mul) && (a.n_seg != 1 || a.accumulate || (a.post_norm && (!a.residual || !a.post_arrivals))))
         fail("gemv: a fused post-norm or gated output takes one segment, no accumulate (and the residual and its counter)");
-    const size_t smem = size_t(a.cols) * sizeof(float);
+    if (a.pending.y && (!a.pending.residual || !a.pending.norm || !a.pending.out || a.pending.out == a.pending.residual))
+        fail("gemv: a pending residual needs the residual, its post-norm weight and an output apart from the residual");
+    if (a.pending.y && a.post_norm) fail("gemv: a pending residual as input and a fused post-norm into the residual exclude each other");
+    // x staged in shared memory; a pending residual takes two more rows of scratch (load_x_pending)
+    const size_t smem = (a.pending.y ? 3 : 1) * size_t(a.cols) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.cols, sizeof(W), {a.seg[0].w, a.n_seg > 1 ? a.seg[1].w : nullptr, a.n_seg > 2 ? a.seg[2].w : nullptr});
-        const bool xsmem = a.norm_w || !vec;
+        const bool xsmem = a.norm_w || !vec || a.pending.y;
         const size_t sm = xsmem ? smem : 0;
         switch (gemv_warps()) {
         case 8: gemv_launch<8, 1, W>(a, rows, vec, xsmem, sm, s); break;

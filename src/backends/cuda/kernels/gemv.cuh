@@ -9,7 +9,9 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"
+#include "backends/cuda/kernels/norm.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -56,6 +58,25 @@ __device__ float load_x(float* s_x, const float* x, int cols, const W* norm_w, f
     float total = 0;
     for (int k = 0; k < n_warps; ++k) total += scratch[k];  // the same order in every thread
     return rsqrtf(total / cols + eps);
+}
+
+// load_x when the input is the pending residual (PendingResidual, kernels.h): every block forms
+// it (residual_row), block 0 stores it, and the pre-norm (when norm_w) is applied as in load_x,
+// its RMS factor returned. s_x holds 3 * cols floats here.
+template <typename W>
+__device__ float load_x_pending(float* s_x, int cols, const W* norm_w, float offset, float eps, const PendingResidual& p) {
+    __shared__ float scratch[32];
+    float* wn = s_x + 2 * cols;
+    const float scale = p.row_scale ? to_float(static_cast<const W*>(p.row_scale)[0]) : 1.0f;
+    const float ss = residual_row(s_x, s_x + cols, wn, p.residual, p.y, static_cast<const W*>(p.norm), norm_w, p.norm_offset,
+                                  offset, p.norm_eps, scale, cols, scratch);
+    const float total = norm_w ? block_sum(ss, scratch) : 0.0f;  // (its barrier orders wn, staged with another stride)
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        if (blockIdx.x == 0) p.out[i] = s_x[i];
+        if (norm_w) s_x[i] *= wn[i];
+    }
+    __syncthreads();  // s_x is complete
+    return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
 }
 
 template <typename W>
@@ -152,11 +173,12 @@ __device__ void rows_dot(const W* const (&w)[R], const float* x, int cols, const
 // rows to give every warp one (the output and down projections of small models), where a warp per
 // row left most of the GPU idle. PRELOAD: each warp's first loads are issued before pdl_wait(), so
 // rows_of must then read nothing the previous kernel writes (false when the row pointers
-// themselves come from it: the routed experts). TAIL_BATCH: see rows_dot.
+// themselves come from it: the routed experts). TAIL_BATCH: see rows_dot. PENDING (XSMEM only):
+// x is `pending`, the pending residual, formed by load_x_pending.
 template <typename W, bool VECTOR, int R, bool XSMEM, bool SLICED, int WARPS, bool PRELOAD = true, bool TAIL_BATCH = false,
-          typename RowsOf, typename Epilogue>
+          bool PENDING = false, typename RowsOf, typename Epilogue>
 __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x, const W* norm_w, float offset, float eps,
-                            RowsOf rows_of, Epilogue epilogue) {
+                            const PendingResidual& pending, RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ float s_x[];
     __shared__ float s_part[WARPS][R];
     // A compile-time 1 unless SLICED: the common path keeps the register budget (and so the
@@ -183,7 +205,11 @@ __device__ void stream_rows(int rows, int cols, int kslices_arg, const float* x,
     pdl_launch_dependents();
     const float* xin = x;
     float x_scale = 1.0f;  // the RMS factor of a fused pre-norm (see load_x)
-    if constexpr (XSMEM) {
+    static_assert(XSMEM || !PENDING, "the pending residual is formed in shared memory");
+    if constexpr (PENDING) {
+        x_scale = load_x_pending(s_x, cols, norm_w, offset, eps, pending);
+        xin = s_x;
+    } else if constexpr (XSMEM) {
         x_scale = load_x(s_x, x, cols, norm_w, offset, eps);
         xin = s_x;
     }

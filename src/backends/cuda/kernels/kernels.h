@@ -61,12 +61,28 @@ struct GemvSegment {
     float* y;        // [rows] out
     int rows;
 };
+// Gemma's post-norm, deferred into the GEMV that next reads the residual stream (q/k/v, the
+// per-layer gate, the output head): the projection that produces y (down, the per-layer
+// projection) only writes it, and every block of the next GEMV forms its own input x = (residual +
+// rmsnorm(y) * (norm + norm_offset)) * row_scale in its prologue, as residual_rmsnorm does; block 0
+// stores that x in `out`. That saves the producer's fused post-norm (post_norm below), whose last
+// block ran a serial tail after all the others. (The gated MLP GEMV takes its input from a fused
+// post-norm instead: the pending prologue made its main loop slower, docs/BENCHMARKS.md.) out must
+// not alias residual: the other blocks are still reading it.
+struct PendingResidual {
+    const float* y;         // [cols] the producing GEMV's output; null: nothing pending
+    const float* residual;  // [cols] the residual stream before the add
+    const void* norm;       // [cols] the post-norm weight (wdt)
+    const void* row_scale;  // [1] (wdt) or null: Gemma 4's layer_scalar
+    float* out;             // [cols] the residual stream after it
+    float norm_offset, norm_eps;
+};
 struct GemvArgs {
     GemvSegment seg[3];   // up to three matrices sharing the input (q, k, v)
     int n_seg;
     int cols;
     DType wdt;
-    const float* x;       // [cols] f32 input
+    const float* x;       // [cols] f32 input (unused when pending.y is set)
     const void* norm_w;   // when non-null: x is RMS-normalized with this weight first (pre-norm fused)
     float norm_offset, norm_eps;
     bool accumulate;      // y += W x (residual add fused) instead of y = W x
@@ -81,6 +97,7 @@ struct GemvArgs {
     float* residual;
     const void* row_scale;
     int* post_arrivals;
+    PendingResidual pending;  // the input is the pending residual (then norm_w, when set, normalizes it)
 };
 void gemv(const GemvArgs& a, cudaStream_t s);
 // y = act(Wg xn + bg) * (Wu xn + bu), xn = rmsnorm(x) * (norm_w + offset): the MLP's first half.

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(k_moe_warps * 32) moe_gated_kernel(MoeGemvArgs
     };
     stream_rows<W, VECTOR, 2, true, SLICED, k_moe_warps, false, false>(a.top_k * ffn, hidden, kslices, a.x,
                                                                        static_cast<const W*>(a.norm_w), a.norm_offset,
-                                                                       a.norm_eps, rows_of, epilogue);
+                                                                       a.norm_eps, PendingResidual{}, rows_of, epilogue);
 }
 
 // partial[r] for the virtual rows r = j * hidden + i: expert j's down row i against act_out[j].
@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(k_moe_warps * 32, 2) moe_down_kernel(MoeGemvAr
         for (int k = 0; k < R; ++k) a.partial[size_t(g) * R + k] = dot[k];
     };
     stream_rows<W, VECTOR, R, false, SLICED, k_moe_warps, false, true>(a.top_k * hidden / R, ffn, kslices, a.act_out,
-                                                                      static_cast<const W*>(nullptr), 0.0f, 0.0f, rows_of,
-                                                                      epilogue);
+                                                                      static_cast<const W*>(nullptr), 0.0f, 0.0f,
+                                                                      PendingResidual{}, rows_of, epilogue);
 }
 
 // The launch of one expert-GEMV kernel family: kernel_of(vector, sliced) picks the instantiation.

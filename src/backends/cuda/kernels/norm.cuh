@@ -1,0 +1,73 @@
+// The residual-stream update of one row, shared by the residual_rmsnorm kernel (norm.cu) and the
+// decode GEMVs that take Gemma's post-norm deferred into their prologue (gemv.cuh, load_x_pending).
+#pragma once
+
+#include "backends/cuda/kernels/common.cuh"
+
+#include <cstdint>
+
+namespace tt::cuda {
+
+// The first pass of residual_row: row = x, tmp = add * (add_norm_w + offset) (add_norm_w null:
+// add; add null: 0), wn = next_w + next_offset when next_w. Every global load is issued here
+// (16-byte loads of x and add when aligned: hidden 1536 is then one step per thread of a 512-thread
+// block), so a row costs one memory round trip. x and add go through L2 (the previous kernel's
+// output, or x rewritten in place by this one), the weights through the read-only path. Returns
+// this thread's part of sum(add^2).
+template <typename W>
+__device__ float stage_row(float* row, float* tmp, float* wn, const float* x, const float* add, const W* add_norm_w,
+                             const W* next_w, float offset, float next_offset, int hidden) {
+    const bool post = add && add_norm_w;
+    float ss = 0;
+    auto stage = [&](int i, float xv, float a) {
+        row[i] = xv;
+        tmp[i] = post ? a * (to_float(__ldg(add_norm_w + i)) + offset) : a;
+        if (next_w) wn[i] = to_float(__ldg(next_w + i)) + next_offset;
+        ss += a * a;
+    };
+    if ((hidden & 3) == 0 && ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(add)) & 15) == 0) {
+        for (int i = threadIdx.x; i < hidden / 4; i += blockDim.x) {
+            const float4 xv = __ldcg(reinterpret_cast<const float4*>(x) + i);
+            const float4 av = add ? __ldcg(reinterpret_cast<const float4*>(add) + i) : make_float4(0, 0, 0, 0);
+            stage(4 * i, xv.x, av.x);
+            stage(4 * i + 1, xv.y, av.y);
+            stage(4 * i + 2, xv.z, av.z);
+            stage(4 * i + 3, xv.w, av.w);
+        }
+    } else {
+        for (int i = threadIdx.x; i < hidden; i += blockDim.x) stage(i, __ldcg(x + i), add ? __ldcg(add + i) : 0.0f);
+    }
+    return ss;
+}
+
+// row = (row + tmp * inv) * scale over this thread's elements of stage_row; returns their sum of row^2.
+__device__ __forceinline__ float finish_row(float* row, const float* tmp, float inv, float scale, int hidden) {
+    float ss = 0;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+        const float v = (row[i] + tmp[i] * inv) * scale;
+        row[i] = v;
+        ss += v * v;
+    }
+    return ss;
+}
+
+// row = (x + rmsnorm(add) * (add_norm_w + offset)) * scale, in shared memory: Gemma's sandwich
+// post-norm joining the residual (add_norm_w null: a plain add; add null: x alone), wn as in
+// stage_row. row, tmp and wn hold `hidden` floats each. finish_row's elements of a thread are the
+// ones it reads back in any later pass with the same stride (i = threadIdx.x + k * blockDim.x), so
+// that pass needs no barrier of its own (wn, staged with the other stride, does: the caller's
+// reduction). Returns this thread's part of sum(row^2).
+template <typename W>
+__device__ float residual_row(float* row, float* tmp, float* wn, const float* x, const float* add, const W* add_norm_w,
+                              const W* next_w, float offset, float next_offset, float eps, float scale, int hidden,
+                              float* scratch) {
+    const float ss = stage_row(row, tmp, wn, x, add, add_norm_w, next_w, offset, next_offset, hidden);
+    // The post-norm's factor is one scalar, so it is applied after the block's reduction. Its
+    // barrier (or this one) also orders stage_row's 16-byte stride before finish_row's.
+    float inv = 1.0f;
+    if (add && add_norm_w) inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
+    else __syncthreads();
+    return finish_row(row, tmp, inv, scale, hidden);
+}
+
+}  // namespace tt::cuda
