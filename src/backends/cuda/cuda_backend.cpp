@@ -161,8 +161,8 @@ private:
     void wait_step();  // until the stream is idle: sleeping on step_done_ when CPU layers run, else spinning
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms), then
     // x *= *row_scale when non-null (Gemma 4's layer_scalar). A post-norm is fused into this GEMV
-    // (its last block) when the stream's next reader is the gated MLP GEMV; else it is left pending
-    // (GemvArgs::pending) for the next GEMV.
+    // (its last block) when the stream's next reader is the gated MLP GEMV, or when weights stream;
+    // else it is left pending (GemvArgs::pending) for the next GEMV.
     enum class Reader { mlp, gemv };
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
                         const void* row_scale = nullptr, Reader next = Reader::gemv);
@@ -595,13 +595,6 @@ void CudaBackend::decode_step() {
     pending_ = {};
     embedding(token_embd_, wdt_, d_io, 1, H, embed_scale_, resid_, stream_);
     if (s.per_layer_dim > 0) per_layer_inputs_decode();
-    // Streamed: a layer whose post-norm is still pending when it ends keeps its slot until the
-    // next reader of the stream, which reads that norm's weight, has been issued.
-    int held = -1;
-    auto release_held = [&] {
-        if (held >= 0) ws_->done(held);
-        held = -1;
-    };
     for (int il = 0; il < s.n_layers; ++il) {
         if (!cpu_group_at_.empty() && cpu_group_at_[size_t(il)] >= 0) {
             // A run of CPU layers: the state down, the host node, the state back up. The copy
@@ -611,7 +604,6 @@ void CudaBackend::decode_step() {
             TT_CUDA_CHECK(cudaMemcpyAsync(host_x_, x, size_t(H) * 4, cudaMemcpyDeviceToHost, stream_));
             TT_CUDA_CHECK(cudaLaunchHostFunc(stream_, run_cpu_group, &g));
             TT_CUDA_CHECK(cudaMemcpyAsync(x, host_x_, size_t(H) * 4, cudaMemcpyHostToDevice, stream_));
-            release_held();
             il = g.end - 1;
             continue;
         }
@@ -620,7 +612,6 @@ void CudaBackend::decode_step() {
         const bool sliding = s.sliding(il);
         if (s.is_delta_net(il)) {
             delta_net_decode_layer(L);
-            release_held();
         } else {
             const int Q = s.layer_q_dim(il), KV = s.layer_kv_dim(il);
             const bool own_kv = s.has_kv(il), k_eq_v = s.layers[size_t(il)].k_eq_v;
@@ -639,7 +630,6 @@ void CudaBackend::decode_step() {
             qkv.norm_offset = s.norm_weight_offset;
             qkv.norm_eps = s.norm_eps;
             gemv(qkv, stream_);
-            release_held();
             if (s.attn_output_gate)
                 split_query_gate(dbuf(DecodeBuf::qg).as<float>(), 2 * Q, 1, s.layer_n_heads(il), s.layer_head_dim(il),
                                  q_.as<float>(), Q, dbuf(DecodeBuf::gate).as<float>(), stream_);
@@ -671,9 +661,7 @@ void CudaBackend::decode_step() {
                            s.per_layer_dim > 0 ? nullptr : scalar);
             if (s.per_layer_dim > 0) per_layer_decode(il, L);
         }
-        // its slot may be refilled once these kernels ran
-        if (pending_.y) held = ws_->layer_block(il);
-        else ws_->done(ws_->layer_block(il));
+        ws_->done(ws_->layer_block(il));  // its slot may be refilled once these kernels ran
     }
     ws_->need_head();
     GemvArgs head{};
@@ -681,7 +669,6 @@ void CudaBackend::decode_step() {
     head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = take_residual(head.pending);
     head.norm_w = output_norm_; head.norm_offset = s.norm_weight_offset; head.norm_eps = s.norm_eps;
     gemv(head, stream_);
-    release_held();
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
     argmax(logits_.as<float>(), s.vocab_size, d_io + 2, stream_);
     ws_->done_head();
@@ -863,7 +850,9 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
         // Gemma: the projection is normalized before it joins the residual (and Gemma 4 scales
         // the result).
         g.seg[0] = {w, b, tmp_.as<float>(), H};
-        if (next == Reader::mlp) {  // by the GEMV's last block
+        // note: never left pending when weights stream: the next reader may be the next layer's
+        // GEMV, after this layer's slot (holding the norm's weight) was handed back for refilling.
+        if (next == Reader::mlp || ws_->streaming()) {  // by the GEMV's last block
             g.norm_offset = spec_.norm_weight_offset;
             g.norm_eps = spec_.norm_eps;
             g.post_norm = post_norm;
