@@ -132,6 +132,8 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
     set(DecodeBuf::io, "token, position, result", 4 * 4);
     set(DecodeBuf::post_arrivals, "post-norm arrival counter", s.sandwich_norm ? 4 : 0);
     set(DecodeBuf::x_alt, "residual stream (second buffer)", s.sandwich_norm ? H * 4 : 0);
+    // two [hidden] weights and a scalar per layer, each 16-byte aligned, at most 4 bytes an element
+    set(DecodeBuf::post_norms, "post-norm weights (copies)", s.sandwich_norm ? uint64_t(s.n_layers) * (2 * (H * 4 + 16) + 16) : 0);
     {  // mixture-of-experts layers only
         const uint64_t K = s.has_moe() ? uint64_t(s.moe.top_k) : 0;
         set(DecodeBuf::moe_logits, "router logits", K ? uint64_t(s.moe.n_experts) * 4 : 0);

@@ -111,6 +111,7 @@ enum class DecodeBuf : int {
     io,        // int32 [4]: {token, position, result, prefill argmax}
     post_arrivals,  // int32 [1]: the GEMV's fused post-norm's self-resetting counter (sandwich norms only)
     x_alt,     // f32 [hidden]: the residual stream's other buffer (sandwich norms only: GemvArgs::pending)
+    post_norms,  // per layer: copies of ffn_post_norm, per_layer_post_norm, layer_scalar (sandwich norms; sized for f32)
     // Mixture-of-experts layers (0 bytes for dense models):
     moe_logits,   // f32 [n_experts]: router logits
     moe_ids,      // int32 [top_k]: the chosen experts

@@ -161,8 +161,8 @@ private:
     void wait_step();  // until the stream is idle: sleeping on step_done_ when CPU layers run, else spinning
     // Decode: x += W in (+ b), through post_norm first when non-null (Gemma's sandwich norms), then
     // x *= *row_scale when non-null (Gemma 4's layer_scalar). A post-norm is fused into this GEMV
-    // (its last block) when the stream's next reader is the gated MLP GEMV, or when weights stream;
-    // else it is left pending (GemvArgs::pending) for the next GEMV.
+    // (its last block) when the stream's next reader is the gated MLP GEMV; else it is left pending
+    // (GemvArgs::pending) for the next GEMV.
     enum class Reader { mlp, gemv };
     void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
                         const void* row_scale = nullptr, Reader next = Reader::gemv);
@@ -378,6 +378,27 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     TT_CUDA_CHECK(cudaMemset(arrivals_.ptr, 0, arrivals_.bytes));
     for (DecodeBuf b : {DecodeBuf::dn_arrivals, DecodeBuf::post_arrivals})
         if (dbuf(b).bytes) TT_CUDA_CHECK(cudaMemset(dbuf(b).ptr, 0, dbuf(b).bytes));
+    if (spec_.sandwich_norm) {
+        // The weights a pending post-norm reads (GemvArgs::pending) get a VRAM copy of their own:
+        // its reader can be the next layer's first GEMV, which under streaming runs after this
+        // layer's slot was handed back for refilling. Every kernel then reads these copies.
+        uint8_t* dst = static_cast<uint8_t*>(dbuf(DecodeBuf::post_norms).ptr);
+        size_t off = 0;
+        auto copy = [&](const TensorView* v) -> const void* {
+            if (!v) return nullptr;
+            TT_ASSERT(off + v->nbytes <= dbuf(DecodeBuf::post_norms).bytes);
+            TT_CUDA_CHECK(cudaMemcpy(dst + off, v->data, v->nbytes, cudaMemcpyHostToDevice));
+            const void* p = dst + off;
+            off += (v->nbytes + 15) / 16 * 16;
+            return p;
+        };
+        for (size_t i = 0; i < w.layers.size(); ++i) {
+            DevLayer& D = layers_[i];
+            D.ffn_post_norm = copy(w.layers[i].ffn_post_norm);
+            D.per_layer_post_norm = copy(w.layers[i].per_layer_post_norm);
+            D.layer_scalar = copy(w.layers[i].layer_scalar);
+        }
+    }
     profile_ = opt.profile;
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
 }
@@ -850,9 +871,7 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
         // Gemma: the projection is normalized before it joins the residual (and Gemma 4 scales
         // the result).
         g.seg[0] = {w, b, tmp_.as<float>(), H};
-        // note: never left pending when weights stream: the next reader may be the next layer's
-        // GEMV, after this layer's slot (holding the norm's weight) was handed back for refilling.
-        if (next == Reader::mlp || ws_->streaming()) {  // by the GEMV's last block
+        if (next == Reader::mlp) {  // by the GEMV's last block
             g.norm_offset = spec_.norm_weight_offset;
             g.norm_eps = spec_.norm_eps;
             g.post_norm = post_norm;
