@@ -8,17 +8,23 @@
 
 namespace tt::cuda {
 
-// The first pass of residual_row: row = x, tmp = add * (add_norm_w + offset) (add_norm_w null:
-// add; add null: 0), wn = next_w + next_offset when next_w. Every global load is issued here
-// (16-byte loads of x and add when aligned: hidden 1536 is then one step per thread of a 512-thread
-// block), so a row costs one memory round trip. x and add go through L2 (the previous kernel's
-// output, or x rewritten in place by this one), the weights through the read-only path. Returns
-// this thread's part of sum(add^2).
+// row = (x + rmsnorm(add) * (add_norm_w + offset)) * scale, in shared memory: Gemma's sandwich
+// post-norm joining the residual (add_norm_w null: a plain add; add null: x alone). With next_w,
+// also wn = next_w + next_offset (the norm that follows, for the caller's last pass). row, tmp and
+// wn hold `hidden` floats each. Returns this thread's part of sum(row^2).
+// Every global load is issued in the first pass, before the reduction (16-byte loads of x and add
+// when aligned: hidden 1536 is then one step per thread of a 512-thread block), so a row costs one
+// memory round trip; x and add go through L2 (the previous kernel's output, or x rewritten in place
+// by the caller), the weights through the read-only path. The second pass's elements of a thread
+// are the ones it reads back in any later pass with the same stride (i = threadIdx.x + k *
+// blockDim.x), so that pass needs no barrier of its own (wn, staged with the first pass's stride,
+// does: the caller's reduction).
 template <typename W>
-__device__ float stage_row(float* row, float* tmp, float* wn, const float* x, const float* add, const W* add_norm_w,
-                             const W* next_w, float offset, float next_offset, int hidden) {
+__device__ float residual_row(float* row, float* tmp, float* wn, const float* x, const float* add, const W* add_norm_w,
+                              const W* next_w, float offset, float next_offset, float eps, float scale, int hidden,
+                              float* scratch) {
     const bool post = add && add_norm_w;
-    float ss = 0;
+    float ss = 0;  // of add
     auto stage = [&](int i, float xv, float a) {
         row[i] = xv;
         tmp[i] = post ? a * (to_float(__ldg(add_norm_w + i)) + offset) : a;
@@ -37,37 +43,18 @@ __device__ float stage_row(float* row, float* tmp, float* wn, const float* x, co
     } else {
         for (int i = threadIdx.x; i < hidden; i += blockDim.x) stage(i, __ldcg(x + i), add ? __ldcg(add + i) : 0.0f);
     }
-    return ss;
-}
-
-// row = (row + tmp * inv) * scale over this thread's elements of stage_row; returns their sum of row^2.
-__device__ __forceinline__ float finish_row(float* row, const float* tmp, float inv, float scale, int hidden) {
-    float ss = 0;
+    // The post-norm's factor is one scalar, so it is applied after the block's reduction. Its
+    // barrier (or this one) also orders the first pass's 16-byte stride before the second's.
+    float inv = 1.0f;
+    if (post) inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
+    else __syncthreads();
+    float ss_row = 0;
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
         const float v = (row[i] + tmp[i] * inv) * scale;
         row[i] = v;
-        ss += v * v;
+        ss_row += v * v;
     }
-    return ss;
-}
-
-// row = (x + rmsnorm(add) * (add_norm_w + offset)) * scale, in shared memory: Gemma's sandwich
-// post-norm joining the residual (add_norm_w null: a plain add; add null: x alone), wn as in
-// stage_row. row, tmp and wn hold `hidden` floats each. finish_row's elements of a thread are the
-// ones it reads back in any later pass with the same stride (i = threadIdx.x + k * blockDim.x), so
-// that pass needs no barrier of its own (wn, staged with the other stride, does: the caller's
-// reduction). Returns this thread's part of sum(row^2).
-template <typename W>
-__device__ float residual_row(float* row, float* tmp, float* wn, const float* x, const float* add, const W* add_norm_w,
-                              const W* next_w, float offset, float next_offset, float eps, float scale, int hidden,
-                              float* scratch) {
-    const float ss = stage_row(row, tmp, wn, x, add, add_norm_w, next_w, offset, next_offset, hidden);
-    // The post-norm's factor is one scalar, so it is applied after the block's reduction. Its
-    // barrier (or this one) also orders stage_row's 16-byte stride before finish_row's.
-    float inv = 1.0f;
-    if (add && add_norm_w) inv = rsqrtf(block_sum(ss, scratch) / hidden + eps);
-    else __syncthreads();
-    return finish_row(row, tmp, inv, scale, hidden);
+    return ss_row;
 }
 
 }  // namespace tt::cuda
