@@ -48,13 +48,8 @@ int run(const Opts& o) {
     bo.context = context;
     bo.n_threads = o.model.threads;  // the CPU's GEMV rate for layers on the CPU depends on it
     bo.profile = parse_profile(o.model.profile);
-    // note: the planner's byte formulas count float weights; quantized ones run only on the CPU
-    // reference in this build (docs/QUANTIZATION.md), so there is nothing to place yet.
-    if (profile_weight_scheme(bo.profile) != QuantScheme::none || archive_quant_scheme(a) != QuantScheme::none)
-        fail("plan: {}: the planner places float weights in GPU memory; quantized weights ({}) run only on the CPU "
-             "reference in this build (--device cpu)", path,
-             profile_weight_scheme(bo.profile) != QuantScheme::none ? fmt::format("--profile {}", o.model.profile)
-                                                                   : std::string("stored in the archive"));
+    // Quantized weights: stored, or quantized at load (apply_profile_quant counts those bytes).
+    if (const std::string why = quant_unsupported_reason("cuda", a, bo.profile); !why.empty()) fail("plan: {}: {}", path, why);
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
@@ -75,6 +70,7 @@ int run(const Opts& o) {
         in.expert_slots = bo.expert_slots;
         in.cpu_layers = bo.cpu_layers;
         in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");
+        apply_profile_quant(in, a, bo.profile);
         in.ram_available = host_available_ram();
         // The GPU is not here, but the CPU is: its figures come from doctor.json or are measured now.
         const auto record = load_doctor_record();

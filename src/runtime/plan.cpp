@@ -20,11 +20,13 @@
 #include "core/progress.h"
 #include "format/archive.h"
 #include "model/tensor_names.h"
+#include "model/weight_quant.h"
 #include "runtime/backend.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -41,6 +43,34 @@ const char* placement_name(Placement p) {
     case Placement::cpu: return "cpu";
     }
     return "?";
+}
+
+void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile) {
+    const QuantScheme body = profile_weight_scheme(profile);
+    if (body == QuantScheme::none) return;
+    const ModelSpec& spec = in.spec;
+    in.dequant_scratch = k_dequant_scratch;
+    in.weights_quant = archive_quant_scheme(a) != QuantScheme::none ? archive_quant_scheme(a) : body;
+    if (spec.tied_embeddings) in.quant_head_copy = uint64_t(spec.vocab_size) * (uint64_t(spec.hidden_dim) + 4);
+    if (archive_quant_scheme(a) != QuantScheme::none) return;  // stored as the profile runs it (or refused at load)
+    // A float archive the backend quantizes at load: each block shrinks to its tensors' quantized
+    // bytes (values and scales, each 4 KiB aligned as the archive writer lays them out).
+    std::map<std::string, Role, std::less<>> roles;
+    for (const TensorPlan& p : plan_tensors(spec)) roles[p.name] = p.role;
+    std::map<std::string, uint64_t, std::less<>> shrink;
+    for (const auto& t : a.tensors()) {
+        const auto it = roles.find(t.view.name);
+        if (it == roles.end() || role_quant_scheme(it->second, body) == QuantScheme::none) continue;
+        const uint64_t q = run_nbytes(t.view, it->second, body, k_int4_default_group);
+        const uint64_t scales = uint64_t(t.view.shape[0]) * 4 * uint64_t(quant_row_scales(role_quant_scheme(it->second, body),
+                                                                                           t.view.shape[1], k_int4_default_group));
+        const uint64_t stored = (t.view.nbytes + 4095) / 4096 * 4096, run = (q - scales + 4095) / 4096 * 4096 + (scales + 4095) / 4096 * 4096;
+        shrink[t.block] += stored > run ? stored - run : 0;
+        for (auto& b : in.blocks)
+            if (b.name == t.block) b.decode_read -= std::min(b.decode_read, t.view.nbytes - q);
+    }
+    for (auto& b : in.blocks)
+        if (auto it = shrink.find(b.name); it != shrink.end()) b.bytes -= std::min(b.bytes, it->second);
 }
 
 namespace {
@@ -144,6 +174,10 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
         if (t.view.name == tensor_name(Role::token_embd) && !spec.tied_embeddings) it->decode_read += t.view.nbytes / uint64_t(spec.vocab_size);
         else if (t.view.name == tensor_name(Role::per_layer_token_embd)) it->decode_read += t.view.nbytes / uint64_t(spec.per_layer_vocab);
         else it->decode_read += t.view.nbytes;
+    }
+    if (archive_quant_scheme(a) != QuantScheme::none) {
+        in.dequant_scratch = k_dequant_scratch;
+        in.weights_quant = archive_quant_scheme(a);
     }
     // An expert is read by a decode token with probability top_k / n_experts (uniform routing).
     for (auto& b : in.blocks)
@@ -333,6 +367,8 @@ Plan make_plan(const PlanInput& in) {
     // note: budgets are what nvidia-smi shows for the process; an automatic one (the VRAM free once
     // this process's context exists) is conservative by this line.
     fixed_lines.push_back({"CUDA context and kernel images (counted by nvidia-smi)", k_cuda_context});
+    if (in.dequant_scratch) fixed_lines.push_back({"dequantization scratch (prefill)", in.dequant_scratch});
+    if (in.quant_head_copy) fixed_lines.push_back({"INT8 copy of the tied head", in.quant_head_copy});
     uint64_t fixed = 0;
     for (const auto& l : fixed_lines) fixed += l.bytes;
 
@@ -593,7 +629,10 @@ Plan make_plan(const PlanInput& in) {
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
-    const std::string host_limit = host_unsupported_reason(s);
+    const std::string host_limit =
+        in.weights_quant != QuantScheme::none
+            ? fmt::format("the host decode path does not run {} weights yet", quant_scheme_label(in.weights_quant))
+            : host_unsupported_reason(s);
     const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
     if (in.cpu_layers > max_cpu)

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "model/model_spec.h"
 #include "runtime/device_buffers.h"
+#include "runtime/profile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,13 @@ struct PlanInput {
     bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
     int expert_slots = 0;           // MoE: > 0 = experts in host memory, at most this many cached in VRAM (--expert-slots)
     int cpu_layers = -1;            // layers computed on the CPU: -1 = as many as minimise decode time, else exactly this many (--cpu-layers)
+    // Quantized weights (docs/QUANTIZATION.md): the prefill's dequantization scratch, and with tied
+    // embeddings the INT8 copy of the head the backend makes at load (0: none).
+    uint64_t dequant_scratch = 0;
+    uint64_t quant_head_copy = 0;
+    // The scheme the body's weights run in (stored, or the profile's at load): the host decode path
+    // runs float weights only, so quantized ones keep every layer on the GPU.
+    QuantScheme weights_quant = QuantScheme::none;
     Bandwidths bw;
 };
 
@@ -88,6 +96,9 @@ inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM 
 // and cuBLAS's handle (about 720 MiB measured on the H200 with CUDA 13, 2026-12-01). An explicit
 // --vram-budget is held to nvidia-smi's figure, so the plan spends this much of it on them.
 inline constexpr uint64_t k_cuda_context = uint64_t(768) << 20;
+// Prefill dequantizes a quantized matrix into bf16 rows for cuBLAS through a scratch of this size
+// (larger matrices in row slices of it): 64 MiB keeps the GEMMs' row count in the thousands.
+inline constexpr uint64_t k_dequant_scratch = uint64_t(64) << 20;
 // Calibration on docs/BENCHMARKS.md's resident decode figures (H200, bf16, 2026-11-29 second run):
 // the Llama-3-8B shape reads 15.02 GB/token at 198.6 tok/s against a 4216 GB/s device copy, the
 // Qwen3-0.6B shape 1.20 GB/token at 871.1 tok/s against 4178 GB/s. Kernel time per token =
@@ -208,6 +219,10 @@ Plan make_plan(const PlanInput& in);
 // The archive's blocks with their decode read sizes, the spec and dtypes; the caller fills in the
 // context, budgets, device memory and bandwidths.
 PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
+// A quantized profile (runtime/profile.h) on `in`, made from archive `a`: the dequantization
+// scratch, a tied head's INT8 copy, and when `a` stores float weights that the backend quantizes
+// at load, each block's bytes and decode reads as quantized (model/weight_quant.h's run_nbytes).
+void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile);
 
 // The fixed working set's VRAM lines (KV cache, prefill workspace, decode activations, cuBLAS
 // workspace, allocator slack) for `context` positions: sums of the backend's buffer lists.

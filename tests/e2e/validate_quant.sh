@@ -69,13 +69,24 @@ refuses "group size not allowed" "--group-size 48: INT4 groups are 32, 64 or 128
 [ ! -e "$tmp/bad.thin" ] && pass=$((pass+1)) || { echo "FAILED: a refused conversion left $tmp/bad.thin"; failed=$((failed+1)); }
 refuses "unknown profile" "--profile: max-speed not in" \
   "$THINTENSOR" -q validate "$tmp/llama.thin" --reference "$src/reference.safetensors" --profile max-speed
-# Only the CPU reference computes quantized weights in this build.
+# The host decode path computes no quantized weights yet.
 refuses "host decode path, quantized profile" "--device host: the host decode path does not run INT8 weights yet \(--profile max-performance\); use --device cpu" \
   "$THINTENSOR" -q validate "$tmp/llama.thin" --reference "$src/reference.safetensors" --device host --profile max-performance
 refuses "host decode path, INT8 archive" "--device host: the host decode path does not run INT8 weights yet \(.*llama.q8.thin stores them\); use --device cpu" \
   "$THINTENSOR" -q validate "$tmp/llama.q8.thin" --reference "$src/reference.safetensors" --device host
-refuses "plan, quantized profile" "the planner places float weights in GPU memory; quantized weights \(--profile max-max-perf\) run only on the CPU" \
-  "$THINTENSOR" -q plan "$tmp/ts.thin" --profile max-max-perf
+# The planner counts the bytes the quantized profile runs (quantized at load from the f32 archive):
+# the resident weights shrink, and the dequantization scratch joins the working set.
+resident() { python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['plan']; print(p['vram'][0]['bytes'], any('dequantization' in l['what'] for l in p['vram']))" "$1"; }
+"$THINTENSOR" -q plan "$tmp/ts.thin" --device-memory 8GiB --json >"$tmp/plan.f.json"
+"$THINTENSOR" -q plan "$tmp/ts.thin" --device-memory 8GiB --profile max-max-perf --json >"$tmp/plan.q.json"
+read -r fb fs <<<"$(resident "$tmp/plan.f.json")"; read -r qb qs <<<"$(resident "$tmp/plan.q.json")"
+[ "$qb" -lt "$fb" ] && [ "$qs" = True ] && [ "$fs" = False ] && pass=$((pass+1)) || { echo "FAILED: plan --profile max-max-perf: resident $qb vs $fb bytes, scratch $qs"; failed=$((failed+1)); }
+# The CUDA backend runs quantized dense models but not yet quantized experts: refused before any GPU is sought.
+"$THINTENSOR" -q convert "$S/fixtures/hf-tiny/qwen3_moe" -o "$tmp/moe.q4.thin" --quant int4 2>/dev/null
+refuses "cuda, INT4 experts" "--device cuda: the CUDA backend does not run INT4 experts yet" \
+  "$THINTENSOR" -q validate "$tmp/moe.q4.thin" --reference "$S/fixtures/hf-tiny/qwen3_moe/reference.safetensors" --device cuda
+refuses "plan, INT8 experts" "the CUDA backend does not run INT8 experts yet \(--profile max-performance\)" \
+  "$THINTENSOR" -q plan "$tmp/qwen3_moe.thin" --device-memory 8GiB --profile max-performance
 check "inspect --json int8" "$THINTENSOR" inspect "$tmp/ts.q8.thin" --json
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['quant']['scheme'] == 'int8' and j['format_version'] == 2 and 'max-max-perf' in j['profiles'], j['quant']" "$tmp/out" \
   && pass=$((pass+1)) || { echo "FAILED: inspect --json shows no INT8 scheme"; failed=$((failed+1)); }

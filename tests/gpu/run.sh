@@ -52,6 +52,9 @@ check "too-small --vram-budget names the minimum" grep -q "below the minimum wor
 $TT run "$work/ts.thin" --temperature 0 --max-tokens 8 --device cuda --vram-budget 100TiB >/dev/null 2>"$work/big.err"
 check "--vram-budget above the GPU is clamped with a warning" grep -q "warning: --vram-budget .* is more than the GPU's" "$work/big.err"
 
+echo "== quantized profiles on cuda against the CPU (issue #19)"
+source tests/gpu/quant.sh
+
 echo "== Qwen3.5 on cuda against the CPU (issue #17)"
 source tests/gpu/qwen3_5.sh
 

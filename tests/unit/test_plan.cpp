@@ -448,6 +448,24 @@ TEST(Plan, CpuLayersForcedAndRefused) {
     slow.cpu_layers = -1;
     slow.bw.cpu_gemv_gbs = slow.bw.host_read_gbs = slow.bw.h2d_pinned_gbs / 10;
     EXPECT_EQ(make_plan(slow).n_cpu_layers, 0);
+    // Quantized weights: the host decode path runs float weights only, so the plan that chose one
+    // CPU layer above streams every layer instead, and asking for CPU layers names why not.
+    PlanInput q = small_input();
+    q.vram_budget = k_fixed + 5 * MiB;
+    q.cpu_layers = -1;
+    q.bw.cpu_gemv_gbs = q.bw.host_read_gbs = q.bw.h2d_pinned_gbs;
+    q.weights_quant = QuantScheme::int4;
+    const Plan streamed = make_plan(q);
+    EXPECT_EQ(streamed.n_cpu_layers, 0);
+    EXPECT_EQ(streamed.decode_stream_order.size(), 3u);
+    q.cpu_layers = 1;
+    try {
+        make_plan(q);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--cpu-layers 1: at most 0 layers"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("does not run INT4 weights"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Plan, CpuLayersShareTheHostsMemory) {

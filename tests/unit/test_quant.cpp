@@ -4,6 +4,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ops.h"
 #include "convert/convert.h"
+#include "convert/quantize_archive.h"
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
@@ -15,7 +16,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <random>
+#include <tuple>
 #include <vector>
 
 using namespace tt;
@@ -282,6 +286,44 @@ TEST(Quant, ConvertQuantEqualsLoadTimeQuantization) {
     }
 }
 
+// quantize_archive (the CUDA backend's load-time quantization) writes the tensors `convert --quant`
+// writes: the same names, blocks, bytes and scales, and the same logits on the CPU reference.
+TEST(Quant, QuantizeArchiveEqualsConvertQuant) {
+    TempDir tmp;
+    const std::vector<int32_t> ids = {1, 5, 17, 42, 99, 3, 250, 7};
+    for (const auto& [src, scheme, profile] :
+         {std::tuple{"fixtures/hf-tiny/llama", QuantScheme::int8, Profile::max_performance},
+          std::tuple{"models/tinystories-656k", QuantScheme::int4, Profile::max_max_perf}}) {
+        ConvertOptions fo;
+        fo.dtype = DType::bf16;
+        const std::string fpath = (tmp / "float.thin").string(), cpath = (tmp / "conv.thin").string();
+        const std::string rpath = (tmp / "requant.thin").string();
+        convert_hf((shared_dir() / src).string(), fpath, fo);
+        ConvertOptions qo = fo;
+        qo.quant = scheme;
+        convert_hf((shared_dir() / src).string(), cpath, qo);
+        ThreadPool pool(2);
+        quantize_archive(Archive::open(fpath), scheme, k_int4_default_group, rpath, pool);
+        const Archive c = Archive::open(cpath), r = Archive::open(rpath);
+        ASSERT_EQ(c.tensors().size(), r.tensors().size()) << src;
+        EXPECT_EQ(r.header().version, k_thin_version);
+        for (const ArchiveTensor& t : c.tensors()) {
+            const ArchiveTensor* u = r.find(t.view.name);
+            ASSERT_NE(u, nullptr) << t.view.name;
+            EXPECT_EQ(u->block, t.block) << t.view.name;
+            EXPECT_EQ(u->view.quant, t.view.quant) << t.view.name;
+            EXPECT_EQ(u->view.shape, t.view.shape) << t.view.name;
+            ASSERT_EQ(u->view.nbytes, t.view.nbytes) << t.view.name;
+            EXPECT_EQ(std::memcmp(u->view.data, t.view.data, t.view.nbytes), 0) << t.view.name;
+        }
+        EXPECT_EQ(r.metadata()["quant"], c.metadata()["quant"]);
+        EXPECT_EQ(logits_of(rpath, profile, ids), logits_of(cpath, profile, ids)) << src;
+        // A quantized archive is not quantized again.
+        EXPECT_THROW(quantize_archive(r, scheme, k_int4_default_group, (tmp / "again.thin").string(), pool), Error);
+        EXPECT_FALSE(std::filesystem::exists(tmp / "again.thin"));
+    }
+}
+
 TEST(Quant, ProfileTheArchiveCannotProvideIsAnError) {
     TempDir tmp;
     ConvertOptions o;
@@ -299,8 +341,14 @@ TEST(Quant, ProfileTheArchiveCannotProvideIsAnError) {
                   std::string::npos)
             << e.what();
     }
-    // Only the CPU reference runs quantized weights in this build.
-    EXPECT_NE(quant_unsupported_reason("cuda", a, Profile::balanced).find("the CUDA backend does not run INT8 weights yet"),
+    // The CUDA backend runs quantized dense models, not yet quantized experts; the host decode path neither.
+    EXPECT_EQ(quant_unsupported_reason("cuda", a, Profile::balanced), "");
+    EXPECT_EQ(quant_unsupported_reason("cuda", a, Profile::max_performance), "");
+    ConvertOptions mo;
+    mo.quant = QuantScheme::int4;
+    convert_hf((shared_dir() / "fixtures/hf-tiny/qwen3_moe").string(), (tmp / "moe.thin").string(), mo);
+    EXPECT_NE(quant_unsupported_reason("cuda", Archive::open((tmp / "moe.thin").string()), Profile::balanced)
+                  .find("the CUDA backend does not run INT4 experts yet"),
               std::string::npos);
     const Archive f = Archive::open((tmp / "q8.thin").string());
     EXPECT_NE(quant_unsupported_reason("host", f, Profile::max_max_perf).find("does not run INT4 weights yet (--profile max-max-perf)"),

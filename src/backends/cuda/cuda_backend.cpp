@@ -43,6 +43,8 @@
 #include "core/progress.h"
 #include "core/thread_pool.h"
 #include "format/archive.h"
+#include "convert/quantize_archive.h"
+#include "model/weight_quant.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
 #include "runtime/device_buffers.h"
@@ -60,7 +62,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -98,9 +103,22 @@ struct DeviceBuffer {
     template <typename T> T* as() const { return static_cast<T*>(ptr); }
 };
 
+// A projection matrix on the device: its values, and when quantized (core/quant.h) the device
+// address of its f32 scales, its scheme and group size. Norms, biases and the other float tensors
+// stay plain pointers.
+struct DevWeight {
+    const void* w = nullptr;
+    const float* scales = nullptr;
+    QuantScheme quant = QuantScheme::none;
+    int group = 0;
+    explicit operator bool() const { return w != nullptr; }
+    bool quantized() const { return quant != QuantScheme::none; }
+};
+
 struct DevLayer {
-    const void *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *attn_post_norm;
-    const void *ffn_norm, *ffn_post_norm, *w_gate, *w_up, *w_down, *b_gate, *b_up, *b_down;
+    const void *attn_norm, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *attn_post_norm;
+    const void *ffn_norm, *ffn_post_norm, *b_gate, *b_up, *b_down;
+    DevWeight wq, wk, wv, wo, w_gate, w_up, w_down;
     DeviceBuffer k_cache, v_cache;
     bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
     bool gate_up_adjacent = false;  // likewise w_gate, w_up
@@ -116,11 +134,39 @@ struct DevLayer {
     bool shexp_gate_up_adjacent = false;  // shexp_gate, shexp_up back to back: one prefill GEMM for both
     // Gated DeltaNet layers (Qwen3.5): the weights, and the recurrent state that stands in for a
     // KV cache (S [Hv, dk, dv] and the conv's last inputs, f32, resident).
-    const void *ssm_in_qkv = nullptr, *ssm_in_z, *ssm_in_b, *ssm_in_a, *ssm_conv, *ssm_dt_bias, *ssm_a_log, *ssm_norm, *ssm_out;
+    DevWeight ssm_in_qkv, ssm_in_z, ssm_out;
+    const void *ssm_in_b = nullptr, *ssm_in_a, *ssm_conv, *ssm_dt_bias, *ssm_a_log, *ssm_norm;
     DeviceBuffer state, conv_state;
     // Gemma 4: the per-layer input's gate, projection and post-norm, and the layer's scalar (null: none).
     const void *per_layer_gate = nullptr, *per_layer_proj = nullptr, *per_layer_post_norm = nullptr, *layer_scalar = nullptr;
 };
+
+// The archive a quantized profile runs when `a` stores float weights: a copy quantized here
+// (convert/quantize_archive.h) into a file in /dev/shm (else the temporary directory), mapped and
+// unlinked at once, so nothing is left behind; null when `a` serves as it is. The CUDA backend
+// uploads and streams archive blocks as stored, so quantized weights must be blocks too.
+std::unique_ptr<Archive> quantized_at_load(const Archive& a, const BackendOptions& opt) {
+    const QuantScheme asked = profile_weight_scheme(opt.profile), stored = archive_quant_scheme(a);
+    if (asked == QuantScheme::none || asked == stored) return nullptr;
+    if (stored != QuantScheme::none)
+        fail("{}: --profile {} needs {} weights, but the archive stores {}; run it with the profile of its scheme "
+             "(max-performance for INT8, max-max-perf for INT4) or convert the model again from its bf16/f16/f32 checkpoint",
+             a.path(), profile_name(opt.profile), quant_scheme_label(asked), quant_scheme_label(stored));
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path dir = "/dev/shm";
+    const fs::space_info sp = fs::space(dir, ec);
+    if (ec || sp.available < a.file_size()) dir = fs::temp_directory_path();
+    const fs::path path = dir / fmt::format("thintensor-{}-{}.thin", ::getpid(), fs::path(a.path()).stem().string());
+    log::info("--profile {}: quantizing {} to {} for the GPU (in {}, removed once mapped; `thintensor convert --quant {}` "
+              "stores it once)", profile_name(opt.profile), a.path(), quant_scheme_label(asked), dir.string(),
+              quant_scheme_name(asked));
+    ThreadPool pool(opt.n_threads);
+    quantize_archive(a, asked, k_int4_default_group, path.string(), pool);
+    auto out = std::make_unique<Archive>(Archive::open(path.string()));
+    fs::remove(path, ec);
+    return out;
+}
 
 class CudaBackend final : public Backend {
 public:
@@ -164,7 +210,7 @@ private:
     // (its last block) when the stream's next reader is the gated MLP GEMV; else it is left pending
     // (GemvArgs::pending) for the next GEMV.
     enum class Reader { mlp, gemv };
-    void add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
+    void add_projection(const DevWeight& w, const void* b, const void* post_norm, int cols, const float* in,
                         const void* row_scale = nullptr, Reader next = Reader::gemv);
     // Gemma 4's per-layer inputs: computed for the step's token (decode) or the chunk's n tokens
     // (prefill) from the scaled token embeddings in x; and, after layer il's MLP, x +=
@@ -200,10 +246,11 @@ private:
     // layer's MLP, or a shared expert's); gate and up back to back (adjacent) run as one GEMM.
     // Gate and up come out in the weights' dtype, as in transformers: half the bytes of f32 for
     // the largest activation of the layer (f32 models keep f32).
-    void gated_mlp_prefill(const void* gate, const void* up, bool adjacent, const void* b_gate, const void* b_up, int f, int n);
+    void gated_mlp_prefill(const DevWeight& gate, const DevWeight& up, bool adjacent, const void* b_gate, const void* b_up, int f,
+                           int n);
     // Prefill: x += in W^T (+ b) over n rows, through post_norm first when non-null, x *= *row_scale
     // when non-null, then ph_ = norm(x) with next_norm (the next matrix product's input; null: none).
-    void project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
+    void project_residual(const DevWeight& w, const void* b, const void* post_norm, int rows, int cols, const void* in, int n,
                           const void* next_norm, const void* row_scale = nullptr);
     // Safe profile: every token through the decode step (f32 activations end to end).
     void prefill_by_decode(std::span<const int32_t> tokens, bool all_logits);
@@ -217,7 +264,17 @@ private:
     // y[t, 0:rows] (+)= x[t, 0:cols] W^T for t < n; rows of y are ldy elements apart, y in ydt
     // (f32 or the weights' dtype). accumulate: y += (the residual add rides in the GEMM epilogue).
     void gemm(const void* w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate = false);
+    // The same with a projection matrix that may be quantized: its rows are dequantized into
+    // dequant_ (as many as fit at once, docs/QUANTIZATION.md) and multiplied from there.
+    void gemm(const DevWeight& w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy, bool accumulate = false);
+    // The decode GEMV arguments' weight fields: the segments' scales are set by the caller.
+    static void set_quant(GemvArgs& g, const DevWeight& w) {
+        g.quant = w.quant;
+        g.group_size = w.group;
+    }
 
+    // The archive run when the profile quantizes at load (quantized_at_load); null: the given one.
+    std::unique_ptr<Archive> quantized_;
     ModelSpec spec_;
     int device_ = 0;
     std::string device_name_;
@@ -231,7 +288,12 @@ private:
     std::unique_ptr<WeightStream> ws_;  // resident weights and the streaming ring
     std::unique_ptr<ExpertCache> cache_; // MoE larger than VRAM: experts cached in VRAM slots (plan_.expert_slots)
     std::map<const TensorView*, const void*> dev_ptr_;
-    const void *token_embd_ = nullptr, *output_norm_ = nullptr, *output_ = nullptr;
+    const void *token_embd_ = nullptr, *output_norm_ = nullptr;
+    DevWeight output_;
+    // Quantized weights: the prefill's dequantization scratch (k_dequant_scratch), and a tied
+    // head's INT8 copy (the archive stores the embedding once, in float, as the CPU reference
+    // quantizes it at load).
+    DeviceBuffer dequant_, head_q_, head_scales_;
     // Gemma 4's per-layer inputs: the table (registered host memory, rows read by the kernel), the
     // projection of the token embedding and its norm; the table's scale sqrt(P) in its dtype.
     const void *ple_table_ = nullptr, *ple_proj_ = nullptr, *ple_norm_ = nullptr;
@@ -304,7 +366,9 @@ private:
     void check_cpu();  // throws the error a host node caught
 };
 
-CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(spec_from_json(a.metadata()["spec"])) {
+CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
+    : quantized_(quantized_at_load(given, opt)), spec_(spec_from_json(given.metadata()["spec"])) {
+    const Archive& a = quantized_ ? *quantized_ : given;
     if (opt.device.size() > 5 && opt.device.rfind("cuda:", 0) == 0) device_ = std::stoi(opt.device.substr(5));
     std::string why;
     const auto devices = list_devices(&why);
@@ -314,10 +378,21 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     n_sms_ = devices[size_t(device_)].multiprocessors;
     const ModelWeights w = bind_weights(a, spec_);
     wdt_ = w.token_embd->dtype;
+    // Quantized matrices (and their f32 scales) are the exception to one float dtype for all.
+    std::set<const void*> scales;
     for (const auto& t : a.tensors())
-        if (t.view.dtype != wdt_)
+        if (t.view.quant != QuantScheme::none) scales.insert(t.view.scales);
+    for (const auto& t : a.tensors())
+        if (t.view.dtype != wdt_ && t.view.quant == QuantScheme::none && !scales.count(t.view.data))
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
+    for (const LayerWeights& L : w.layers) {
+        bool q = L.shexp_gate && L.shexp_gate->quant != QuantScheme::none;
+        for (const ExpertWeights& e : L.experts) q = q || e.gate->quant != QuantScheme::none;
+        if (q)
+            fail("{}: the CUDA backend does not run quantized experts yet (docs/QUANTIZATION.md); use --device cpu or an "
+                 "archive converted without --quant", a.path());
+    }
     kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
@@ -333,6 +408,10 @@ CudaBackend::CudaBackend(const Archive& a, const BackendOptions& opt) : spec_(sp
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
+    if (plan_.n_cpu_layers > 0 && archive_quant_scheme(a) != QuantScheme::none)
+        fail("{}: the plan computes {} layers on the CPU, but the host decode path does not run {} weights yet; give the GPU "
+             "more memory (--vram-budget), stream instead (--cpu-layers 0), or use --device cpu", a.path(), plan_.n_cpu_layers,
+             quant_scheme_label(archive_quant_scheme(a)));
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     // PDL needs sm_90. Streamed weights change under the kernels (the ring's copies are ordered by
     // events, not by the kernels' own waits), so a streaming plan keeps plain launches.
@@ -439,11 +518,39 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
             can_register = false;
         }
     }
-    for (const auto& t : a.tensors()) dev_ptr_[&t.view] = ws_->address(t);
+    std::map<const void*, const TensorView*> by_data;  // a quantized matrix's scales, by their host address
+    for (const auto& t : a.tensors()) {
+        dev_ptr_[&t.view] = ws_->address(t);
+        by_data[t.view.data] = &t.view;
+    }
     auto d = [&](const TensorView* v) -> const void* { return v ? dev_ptr_.at(v) : nullptr; };
+    auto dw = [&](const TensorView* v) {
+        DevWeight r;
+        if (!v) return r;
+        r.w = dev_ptr_.at(v);
+        if (v->quant == QuantScheme::none) return r;
+        r.scales = static_cast<const float*>(dev_ptr_.at(by_data.at(v->scales)));
+        r.quant = v->quant;
+        r.group = v->group_size;
+        return r;
+    };
     token_embd_ = ws_->lookup_address(a.tensor(w.token_embd->name));  // may be registered host memory
     output_norm_ = d(w.output_norm);
-    output_ = d(w.output);
+    output_ = dw(w.output);
+    if (w.output == w.token_embd && profile_weight_scheme(opt.profile) != QuantScheme::none) {
+        // A tied head of a quantized archive: INT8 (model/weight_quant.h), quantized here as the CPU
+        // reference does at load (the archive keeps the embedding once, in float).
+        const TensorView& e = *w.token_embd;
+        ThreadPool pool(opt.n_threads);
+        const QuantizedMatrix m = quantize_matrix(pool, e.data, e.dtype, e.shape[0], e.shape[1], QuantScheme::int8, 0,
+                                                  fmt::format("{}: tensor '{}'", a.path(), e.name));
+        head_q_ = DeviceBuffer(m.q.size());
+        head_scales_ = DeviceBuffer(m.scales.size() * 4);
+        TT_CUDA_CHECK(cudaMemcpy(head_q_.ptr, m.q.data(), m.q.size(), cudaMemcpyHostToDevice));
+        TT_CUDA_CHECK(cudaMemcpy(head_scales_.ptr, m.scales.data(), head_scales_.bytes, cudaMemcpyHostToDevice));
+        output_ = {head_q_.ptr, head_scales_.as<float>(), QuantScheme::int8, 0};
+    }
+    if (archive_quant_scheme(a) != QuantScheme::none) dequant_ = DeviceBuffer(k_dequant_scratch);
     if (spec_.per_layer_dim > 0) {
         ple_table_ = d(w.per_layer_token_embd);
         ple_proj_ = d(w.per_layer_model_proj);
@@ -458,10 +565,10 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
     for (size_t i = 0; i < w.layers.size(); ++i) {
         const LayerWeights& L = w.layers[i];
         DevLayer& D = layers_[i];
-        D.attn_norm = d(L.attn_norm); D.wq = d(L.wq); D.wk = d(L.wk); D.wv = d(L.wv); D.wo = d(L.wo);
+        D.attn_norm = d(L.attn_norm); D.wq = dw(L.wq); D.wk = dw(L.wk); D.wv = dw(L.wv); D.wo = dw(L.wo);
         D.bq = d(L.bq); D.bk = d(L.bk); D.bv = d(L.bv); D.bo = d(L.bo); D.q_norm = d(L.q_norm); D.k_norm = d(L.k_norm);
         D.attn_post_norm = d(L.attn_post_norm); D.ffn_norm = d(L.ffn_norm); D.ffn_post_norm = d(L.ffn_post_norm);
-        D.w_gate = d(L.w_gate); D.w_up = d(L.w_up); D.w_down = d(L.w_down);
+        D.w_gate = dw(L.w_gate); D.w_up = dw(L.w_up); D.w_down = dw(L.w_down);
         D.b_gate = d(L.b_gate); D.b_up = d(L.b_up); D.b_down = d(L.b_down);
         D.per_layer_gate = d(L.per_layer_gate); D.per_layer_proj = d(L.per_layer_proj);
         D.per_layer_post_norm = d(L.per_layer_post_norm); D.layer_scalar = d(L.layer_scalar);
@@ -470,12 +577,13 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         auto follows = [](const void* first, const TensorView* tf, const void* second) {
             return static_cast<const uint8_t*>(first) + tf->nbytes == static_cast<const uint8_t*>(second);
         };
-        D.qkv_adjacent = L.wq && follows(D.wq, L.wq, D.wk) && follows(D.wk, L.wk, D.wv);  // DeltaNet layers have no q/k/v
-        D.gate_up_adjacent = L.w_gate && follows(D.w_gate, L.w_gate, D.w_up);  // MoE layers have no dense MLP
+        // (A quantized matrix is followed by its scales: never adjacent.)
+        D.qkv_adjacent = L.wq && !D.wq.quantized() && follows(D.wq.w, L.wq, D.wk.w) && follows(D.wk.w, L.wk, D.wv.w);  // DeltaNet layers have no q/k/v
+        D.gate_up_adjacent = L.w_gate && !D.w_gate.quantized() && follows(D.w_gate.w, L.w_gate, D.w_up.w);  // MoE layers have no dense MLP
         if (spec_.is_delta_net(int(i))) {
-            D.ssm_in_qkv = d(L.ssm_in_qkv); D.ssm_in_z = d(L.ssm_in_z); D.ssm_in_b = d(L.ssm_in_b); D.ssm_in_a = d(L.ssm_in_a);
+            D.ssm_in_qkv = dw(L.ssm_in_qkv); D.ssm_in_z = dw(L.ssm_in_z); D.ssm_in_b = d(L.ssm_in_b); D.ssm_in_a = d(L.ssm_in_a);
             D.ssm_conv = d(L.ssm_conv); D.ssm_dt_bias = d(L.ssm_dt_bias); D.ssm_a_log = d(L.ssm_a_log);
-            D.ssm_norm = d(L.ssm_norm); D.ssm_out = d(L.ssm_out);
+            D.ssm_norm = d(L.ssm_norm); D.ssm_out = dw(L.ssm_out);
         }
         if (!spec_.is_moe(int(i))) continue;  // (mlp_only_layers: dense layers among the sparse ones)
         D.router = d(L.router);
@@ -640,13 +748,16 @@ void CudaBackend::decode_step() {
             GemvArgs qkv{};
             // Qwen3.5: q_proj's rows are [q_h | gate_h] per head; split after the GEMV. Gemma 4: a
             // KV-shared layer projects q alone; attention_k_eq_v has no v_proj (v is the raw k).
-            qkv.seg[0] = {L.wq, nullptr, s.attn_output_gate ? dbuf(DecodeBuf::qg).as<float>() : q_.as<float>(), s.layer_q_proj_rows(il)};
+            qkv.seg[0] = {L.wq.w, nullptr, s.attn_output_gate ? dbuf(DecodeBuf::qg).as<float>() : q_.as<float>(),
+                          s.layer_q_proj_rows(il), L.wq.scales};
             qkv.n_seg = 1;
-            if (own_kv) qkv.seg[qkv.n_seg++] = {L.wk, nullptr, k_.as<float>(), KV};
-            if (own_kv && !k_eq_v) qkv.seg[qkv.n_seg++] = {L.wv, nullptr, v_.as<float>(), KV};
+            if (own_kv) qkv.seg[qkv.n_seg++] = {L.wk.w, nullptr, k_.as<float>(), KV, L.wk.scales};
+            if (own_kv && !k_eq_v) qkv.seg[qkv.n_seg++] = {L.wv.w, nullptr, v_.as<float>(), KV, L.wv.scales};
             qkv.cols = H;
             qkv.wdt = wdt_;
-            qkv.x = take_residual(qkv.pending);
+            set_quant(qkv, L.wq);
+            // (the quantized GEMV takes no pending post-norm: it is settled first)
+            qkv.x = L.wq.quantized() ? settle_residual() : take_residual(qkv.pending);
             qkv.norm_w = L.attn_norm;
             qkv.norm_offset = s.norm_weight_offset;
             qkv.norm_eps = s.norm_eps;
@@ -676,8 +787,8 @@ void CudaBackend::decode_step() {
             moe_decode(il, L);
         } else {
             const int F = s.layer_ffn_dim(il);
-            gemv_gated(L.w_gate, L.w_up, L.b_gate, L.b_up, wdt_, F, H, settle_residual(), L.ffn_norm, s.norm_weight_offset,
-                       s.norm_eps, act, ffn_.as<float>(), stream_);
+            gemv_gated(L.w_gate.w, L.w_up.w, L.b_gate, L.b_up, wdt_, F, H, settle_residual(), L.ffn_norm, s.norm_weight_offset,
+                       s.norm_eps, act, ffn_.as<float>(), stream_, L.w_gate.quant, L.w_gate.scales, L.w_up.scales, L.w_gate.group);
             add_projection(L.w_down, L.b_down, s.sandwich_norm ? L.ffn_post_norm : nullptr, F, ffn_.as<float>(),
                            s.per_layer_dim > 0 ? nullptr : scalar);
             if (s.per_layer_dim > 0) per_layer_decode(il, L);
@@ -686,8 +797,10 @@ void CudaBackend::decode_step() {
     }
     ws_->need_head();
     GemvArgs head{};
-    head.seg[0] = {output_, nullptr, logits_.as<float>(), s.vocab_size};
-    head.n_seg = 1; head.cols = H; head.wdt = wdt_; head.x = take_residual(head.pending);
+    head.seg[0] = {output_.w, nullptr, logits_.as<float>(), s.vocab_size, output_.scales};
+    head.n_seg = 1; head.cols = H; head.wdt = wdt_;
+    set_quant(head, output_);
+    head.x = output_.quantized() ? settle_residual() : take_residual(head.pending);
     head.norm_w = output_norm_; head.norm_offset = s.norm_weight_offset; head.norm_eps = s.norm_eps;
     gemv(head, stream_);
     if (s.final_softcap > 0) softcap(logits_.as<float>(), s.vocab_size, s.final_softcap, stream_);
@@ -791,7 +904,7 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     float* shared_logit = L.shexp_gate_inp ? pbuf(PrefillBuf::shexp_logit).as<float>() : nullptr;
     if (L.shexp_gate) {
         const int SF = m.shared_ffn_dim;
-        gated_mlp_prefill(L.shexp_gate, L.shexp_up, L.shexp_gate_up_adjacent, nullptr, nullptr, SF, n);
+        gated_mlp_prefill(DevWeight{L.shexp_gate}, DevWeight{L.shexp_up}, L.shexp_gate_up_adjacent, nullptr, nullptr, SF, n);
         gemm(L.shexp_down, H, SF, pact_.ptr, n, shared, DType::f32, H);
         if (shared_logit) gemm(L.shexp_gate_inp, 1, H, ph_.ptr, n, shared_logit, DType::f32, 1);
     }
@@ -858,7 +971,7 @@ RopeArgs CudaBackend::rope_args(int il, float* q, float* k, const float* v, int 
     return r;
 }
 
-void CudaBackend::add_projection(const void* w, const void* b, const void* post_norm, int cols, const float* in,
+void CudaBackend::add_projection(const DevWeight& w, const void* b, const void* post_norm, int cols, const float* in,
                                  const void* row_scale, Reader next) {
     const int H = spec_.hidden_dim;
     float* x = settle_residual();  // a no-op in practice: the reader before this took the pending norm
@@ -867,11 +980,16 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
     g.cols = cols;
     g.wdt = wdt_;
     g.x = in;
+    set_quant(g, w);
     if (post_norm) {
         // Gemma: the projection is normalized before it joins the residual (and Gemma 4 scales
         // the result).
-        g.seg[0] = {w, b, tmp_.as<float>(), H};
-        if (next == Reader::mlp) {  // by the GEMV's last block
+        g.seg[0] = {w.w, b, tmp_.as<float>(), H, w.scales};
+        if (w.quantized()) {  // the quantized GEMV fuses neither: one residual_rmsnorm after it
+            gemv(g, stream_);
+            residual_rmsnorm(x, tmp_.as<float>(), post_norm, nullptr, wdt_, spec_.norm_weight_offset, spec_.norm_eps, 1, H,
+                             nullptr, DType::f32, stream_, row_scale);
+        } else if (next == Reader::mlp) {  // by the GEMV's last block
             g.norm_offset = spec_.norm_weight_offset;
             g.norm_eps = spec_.norm_eps;
             g.post_norm = post_norm;
@@ -884,7 +1002,7 @@ void CudaBackend::add_projection(const void* w, const void* b, const void* post_
             pending_ = {tmp_.as<float>(), x, post_norm, row_scale, nullptr, spec_.norm_weight_offset, spec_.norm_eps};
         }
     } else {  // the residual add rides in the GEMV's epilogue
-        g.seg[0] = {w, b, x, H};
+        g.seg[0] = {w.w, b, x, H, w.scales};
         g.accumulate = true;
         gemv(g, stream_);
         if (row_scale)
@@ -950,7 +1068,7 @@ void CudaBackend::per_layer_decode(int il, const DevLayer& L) {
     a.y_act = act;
     gemv(a, stream_);
     // residual + self.post_per_layer_input_norm(self.per_layer_projection(hidden_states)); *= layer_scalar
-    add_projection(L.per_layer_proj, nullptr, L.per_layer_post_norm, P, g, s.layer_scalar ? L.layer_scalar : nullptr);
+    add_projection(DevWeight{L.per_layer_proj}, nullptr, L.per_layer_post_norm, P, g, s.layer_scalar ? L.layer_scalar : nullptr);
 }
 
 void CudaBackend::per_layer_inputs_prefill(int n) {
@@ -1071,14 +1189,18 @@ void CudaBackend::delta_net_decode_layer(const DevLayer& L) {
     float* qkv = dbuf(DecodeBuf::dn_in).as<float>();
     float *z = qkv + cd, *b = z + vd, *a = b + hv;
     GemvArgs g{};
-    g.seg[0] = {L.ssm_in_qkv, nullptr, qkv, cd};
-    g.seg[1] = {L.ssm_in_z, nullptr, z, vd};
-    g.seg[2] = {L.ssm_in_b, nullptr, b, hv};
-    g.n_seg = 3; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = settle_residual();
+    g.seg[0] = {L.ssm_in_qkv.w, nullptr, qkv, cd, L.ssm_in_qkv.scales};
+    g.seg[1] = {L.ssm_in_z.w, nullptr, z, vd, L.ssm_in_z.scales};
+    g.n_seg = 2; g.cols = s.hidden_dim; g.wdt = wdt_; g.x = settle_residual();
     g.norm_w = L.attn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
+    set_quant(g, L.ssm_in_qkv);
+    // in_proj_b stays in floating point in every profile: with quantized qkv and z, a launch of its own.
+    if (!L.ssm_in_qkv.quantized()) g.seg[g.n_seg++] = {L.ssm_in_b, nullptr, b, hv};
     gemv(g, stream_);
+    set_quant(g, DevWeight{});
     g.seg[0] = {L.ssm_in_a, nullptr, a, hv};
     g.n_seg = 1;
+    if (L.ssm_in_qkv.quantized()) g.seg[g.n_seg++] = {L.ssm_in_b, nullptr, b, hv};
     gemv(g, stream_);
     // The conv step, the gates, the state update and the gated norm: one launch.
     DeltaNetArgs A = delta_net_args(L);
@@ -1153,6 +1275,22 @@ void CudaBackend::gemm(const void* w, int rows, int cols, const void* x, int n, 
     TT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, cuda_type(wdt_), cols, x,
                                  cuda_type(wdt_), cols, &beta, y, cuda_type(ydt), ldy, CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::gemm(const DevWeight& w, int rows, int cols, const void* x, int n, void* y, DType ydt, int ldy,
+                       bool accumulate) {
+    if (!w.quantized()) return gemm(w.w, rows, cols, x, n, y, ydt, ldy, accumulate);
+    // Rows [r0, r0 + m) dequantized into the scratch, then their slice of y's columns. The scratch
+    // is reused by the next slice only after this GEMM (one stream orders them).
+    const size_t we = dtype_size(wdt_), row_q = quant_row_bytes(w.quant, cols);
+    const size_t row_s = size_t(quant_row_scales(w.quant, cols, w.group));
+    const int slice = int(std::max<size_t>(1, dequant_.bytes / (size_t(cols) * we)));
+    for (int r0 = 0; r0 < rows; r0 += slice) {
+        const int m = std::min(slice, rows - r0);
+        dequantize(static_cast<const uint8_t*>(w.w) + size_t(r0) * row_q, w.scales + size_t(r0) * row_s, w.quant, w.group, m, cols,
+                   dequant_.ptr, wdt_, stream_);
+        gemm(dequant_.ptr, m, cols, x, n, static_cast<uint8_t*>(y) + size_t(r0) * dtype_size(ydt), ydt, ldy, accumulate);
+    }
 }
 
 void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
@@ -1299,8 +1437,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
     if (cache_) cache_->end_prefill(stream_);
 }
 
-void CudaBackend::gated_mlp_prefill(const void* gate, const void* up, bool adjacent, const void* b_gate, const void* b_up, int f,
-                                    int n) {
+void CudaBackend::gated_mlp_prefill(const DevWeight& gate, const DevWeight& up, bool adjacent, const void* b_gate,
+                                    const void* b_up, int f, int n) {
     const int H = spec_.hidden_dim;
     const GateAct act = gate_act();
     void* g = pgu_.ptr;
@@ -1319,7 +1457,7 @@ void CudaBackend::grow_prefill_buffers(const PrefillBuffers& list) {
         if (prefill_bufs_[i].bytes < list[i].bytes) prefill_bufs_[i] = DeviceBuffer(list[i].bytes);
 }
 
-void CudaBackend::project_residual(const void* w, const void* b, const void* post_norm, int rows, int cols, const void* in,
+void CudaBackend::project_residual(const DevWeight& w, const void* b, const void* post_norm, int rows, int cols, const void* in,
                                    int n, const void* next_norm, const void* row_scale) {
     const ModelSpec& s = spec_;
     float* x = px_.as<float>();

@@ -71,6 +71,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     in.ram_available = host_available_ram();
     in.can_register = can_register && can_register_read_only(device);
     in.bw = device_bandwidths(device, measure, opt.n_threads);
+    apply_profile_quant(in, archive, opt.profile);
     return in;
 }
 

@@ -16,6 +16,7 @@
 #include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "runtime/device_buffers.h"
 #include "runtime/rope.h"
@@ -27,6 +28,7 @@
 #include <cctype>
 #include <cmath>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 namespace tt::cuda {
@@ -212,6 +214,115 @@ std::vector<Measured> gemv_gated_case(CaseEnv& e, DType dt, int rows, int cols, 
         out.push_back({act_name(act), rel_err(dy.get(ref.size()), ref), tol});
     }
     return out;
+}
+
+// ---- quantized weights (quant.cu): the GEMVs against cpu::linear on the same quantized views
+// (read_row dequantizes as core/quant.h defines), the dequantization bit for bit.
+
+struct QuantShape {
+    QuantScheme q;
+    int group;  // int4
+    int rows, cols;
+    bool prenorm, accumulate, bias;
+    int n_seg;
+};
+
+struct QuantMatrix {
+    QuantizedMatrix m;
+    TensorView view;
+};
+
+// A random [rows, cols] matrix quantized on the host, its view as cpu::linear reads it.
+std::unique_ptr<QuantMatrix> random_quant(std::mt19937& g, QuantScheme q, int group, int rows, int cols, ThreadPool& pool) {
+    auto w = randn(g, size_t(rows) * cols, 0.05f);
+    auto out = std::make_unique<QuantMatrix>();
+    out->m = quantize_matrix(pool, w.data(), DType::f32, rows, cols, q, group, "kernel_case");
+    out->view = TensorView{"kernel_case", q == QuantScheme::int8 ? DType::i8 : DType::u8, Shape{rows, cols}, out->m.q.data(),
+                           out->m.q.size()};
+    out->view.quant = q;
+    out->view.group_size = q == QuantScheme::int4 ? group : 0;
+    out->view.scales = out->m.scales.data();
+    return out;
+}
+
+std::vector<Measured> gemv_quant_case(CaseEnv& e, DType dt, const QuantShape& c, double tol) {
+    auto x = randn(e.rng, size_t(c.cols)), nw = randn(e.rng, size_t(c.cols), 0.5f);
+    auto nwb = store(nw, dt);
+    Floats xn(static_cast<size_t>(c.cols));
+    if (c.prenorm) cpu::rmsnorm_f32(x.data(), nw.data(), 1.0f, 1e-6f, xn.data(), c.cols);
+    else xn = x;
+    Dev dx(x), dnw(nwb);
+    GemvArgs a{};
+    a.n_seg = c.n_seg;
+    a.cols = c.cols;
+    a.wdt = dt;
+    a.x = dx.as<float>();
+    a.norm_w = c.prenorm ? dnw.p : nullptr;
+    a.norm_offset = 1.0f;
+    a.norm_eps = 1e-6f;
+    a.accumulate = c.accumulate;
+    a.quant = c.q;
+    a.group_size = c.group;
+    std::vector<Floats> ref(3);
+    std::vector<std::unique_ptr<Dev>> keep, dy(3);
+    std::vector<std::unique_ptr<QuantMatrix>> mats;
+    for (int s = 0; s < c.n_seg; ++s) {
+        const int seg_rows = c.rows / (s + 1);
+        mats.push_back(random_quant(e.rng, c.q, c.group, seg_rows, c.cols, e.pool));
+        auto b = randn(e.rng, size_t(seg_rows)), y0 = randn(e.rng, size_t(seg_rows));
+        auto bb = store(b, dt);
+        const TensorView bv = view(bb, dt, {seg_rows});
+        ref[size_t(s)].resize(size_t(seg_rows));
+        cpu::linear(e.pool, xn.data(), 1, mats.back()->view, c.bias ? &bv : nullptr, ref[size_t(s)].data());
+        if (c.accumulate)
+            for (int i = 0; i < seg_rows; ++i) ref[size_t(s)][size_t(i)] += y0[size_t(i)];
+        keep.push_back(std::make_unique<Dev>(mats.back()->m.q));
+        const void* wp = keep.back()->p;
+        keep.push_back(std::make_unique<Dev>(mats.back()->m.scales));
+        const float* sp = keep.back()->as<float>();
+        keep.push_back(std::make_unique<Dev>(bb));
+        const void* bp = keep.back()->p;
+        dy[size_t(s)] = std::make_unique<Dev>(y0);
+        a.seg[s] = {wp, c.bias ? bp : nullptr, dy[size_t(s)]->as<float>(), seg_rows, sp};
+    }
+    gemv(a, nullptr);
+    std::vector<Measured> out;
+    for (int s = 0; s < c.n_seg; ++s)
+        out.push_back({fmt::format("segment {}", s), rel_err(dy[size_t(s)]->get(ref[size_t(s)].size()), ref[size_t(s)]), tol});
+    return out;
+}
+
+std::vector<Measured> gemv_gated_quant_case(CaseEnv& e, DType dt, QuantScheme q, int group, int rows, int cols, double tol) {
+    std::vector<Measured> out;
+    for (GateAct act : {GateAct::silu, GateAct::gelu_tanh}) {
+        auto x = randn(e.rng, size_t(cols)), nw = randn(e.rng, size_t(cols), 0.3f);
+        auto wg = random_quant(e.rng, q, group, rows, cols, e.pool), wu = random_quant(e.rng, q, group, rows, cols, e.pool);
+        auto bg = randn(e.rng, size_t(rows)), bu = randn(e.rng, size_t(rows));
+        auto nwb = store(nw, dt), bgb = store(bg, dt), bub = store(bu, dt);
+        const size_t nr = static_cast<size_t>(rows);
+        Floats xn(static_cast<size_t>(cols)), gv(nr), uv(nr), ref(nr);
+        cpu::rmsnorm_f32(x.data(), nw.data(), 0.0f, 1e-5f, xn.data(), cols);
+        const auto bgv = view(bgb, dt, {rows}), buv = view(bub, dt, {rows});
+        cpu::linear(e.pool, xn.data(), 1, wg->view, &bgv, gv.data());
+        cpu::linear(e.pool, xn.data(), 1, wu->view, &buv, uv.data());
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] = act_ref(act, gv[i]) * uv[i];
+        Dev dx(x), dnw(nwb), dwg(wg->m.q), dwu(wu->m.q), dsg(wg->m.scales), dsu(wu->m.scales), dbg(bgb), dbu(bub), dy(nr * 4);
+        gemv_gated(dwg.p, dwu.p, dbg.p, dbu.p, dt, rows, cols, dx.as<float>(), dnw.p, 0.0f, 1e-5f, act, dy.as<float>(), nullptr,
+                   q, dsg.as<float>(), dsu.as<float>(), group);
+        out.push_back({act_name(act), rel_err(dy.get(ref.size()), ref), tol});
+    }
+    return out;
+}
+
+// Exact: both sides compute float(q) * scale in f32 and round it to the output dtype to nearest even.
+std::vector<Measured> dequantize_case(CaseEnv& e, DType dt, QuantScheme q, int group, int rows, int cols) {
+    auto m = random_quant(e.rng, q, group, rows, cols, e.pool);
+    Floats ref(size_t(rows) * cols);
+    for (int r = 0; r < rows; ++r) cpu::read_row(m->view, r, ref.data() + size_t(r) * cols);
+    store(ref, dt);
+    Dev dq(m->m.q), ds(m->m.scales), dout(ref.size() * dtype_size(dt));
+    dequantize(dq.p, ds.as<float>(), q, group, rows, cols, dout.p, dt, nullptr);
+    return {{"values", rel_err(dout.get(ref.size(), dt), ref), 0.0}};
 }
 
 struct NormShape {
@@ -1189,6 +1300,40 @@ std::vector<KernelCase> build_table() {
                 fmt::format("rows {} cols {}{}{}{}", c.rows, c.cols, c.scale ? ", row scale" : "", c.prenorm ? ", pre-norm" : "",
                             c.mul ? ", gated output" : ""),
                 dt == f32 && c.rows == 33, [=](CaseEnv& e) { return gemv_pending_case(e, dt, c, 1e-5); });
+
+    // Quantized weights: INT8 rows (odd lengths take the scalar path), INT4 in groups of 32/64/128,
+    // with the pre-norm, biases, accumulate and three segments; the 8B shapes (4096, 14336); rows
+    // that end inside a tensor-core tile and within a step (208 INT8, 160 INT4 columns).
+    for (DType dt : {f32, bf16})
+        for (const QuantShape& c : {QuantShape{QuantScheme::int8, 0, 257, 200, false, false, true, 1},
+                                    {QuantScheme::int8, 0, 333, 172, true, true, true, 3},
+                                    {QuantScheme::int8, 0, 4096, 4096, true, false, false, 3},
+                                    {QuantScheme::int8, 0, 4096, 14336, false, true, false, 1},
+                                    {QuantScheme::int4, 32, 257, 192, true, true, true, 3},
+                                    {QuantScheme::int4, 64, 1000, 4096, false, true, true, 2},
+                                    {QuantScheme::int4, 128, 4096, 14336, false, true, false, 1},
+                                    {QuantScheme::int4, 32, 6144, 4096, true, false, false, 3},
+                                    {QuantScheme::int4, 32, 1, 64, false, false, false, 1},
+                                    {QuantScheme::int8, 0, 37, 208, true, true, true, 2},
+                                    {QuantScheme::int4, 32, 45, 160, true, false, true, 1}})
+            add(fmt::format("gemv {}", quant_scheme_name(c.q)), dt,
+                fmt::format("rows {} cols {}{}, {} segment(s){}{}{}", c.rows, c.cols, c.q == QuantScheme::int4 ? fmt::format(" group {}", c.group) : "",
+                            c.n_seg, c.prenorm ? ", pre-norm" : "", c.accumulate ? ", accumulate" : "", c.bias ? ", bias" : ""),
+                dt == f32 && c.rows == 257, [=](CaseEnv& e) { return gemv_quant_case(e, dt, c, 2e-5); });
+    for (DType dt : {f32, bf16})
+        for (auto [q, group, rows, cols] : {std::tuple{QuantScheme::int8, 0, 172, 136}, {QuantScheme::int8, 0, 3072, 1024},
+                                            {QuantScheme::int4, 32, 509, 128}, {QuantScheme::int4, 32, 14336, 4096},
+                                            {QuantScheme::int4, 128, 40, 8192}, {QuantScheme::int8, 0, 100, 208},
+                                            {QuantScheme::int4, 32, 77, 160}})
+            add(fmt::format("gemv_gated {}", quant_scheme_name(q)), dt, fmt::format("rows {} cols {}, silu and gelu_tanh", rows, cols),
+                dt == f32 && (rows == 172 || rows == 509), [=, q = q, group = group, rows = rows, cols = cols](CaseEnv& e) {
+                    return gemv_gated_quant_case(e, dt, q, group, rows, cols, 2e-5);
+                });
+    for (DType dt : {f32, f16, bf16})
+        for (auto [q, group, rows, cols] : {std::tuple{QuantScheme::int8, 0, 37, 200}, {QuantScheme::int4, 32, 37, 192},
+                                            {QuantScheme::int4, 128, 300, 4096}})
+            add(fmt::format("dequantize {}", quant_scheme_name(q)), dt, fmt::format("rows {} cols {}", rows, cols), dt == bf16 && rows == 37,
+                [=, q = q, group = group, rows = rows, cols = cols](CaseEnv& e) { return dequantize_case(e, dt, q, group, rows, cols); });
 
     auto add_gated = [&](DType dt, int rows, int cols, bool quick, double tol) {
         add("gemv_gated", dt, fmt::format("rows {} cols {}, silu and gelu_tanh", rows, cols), quick,

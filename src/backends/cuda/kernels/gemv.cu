@@ -115,6 +115,7 @@ void gated_launch(const W* g, const W* u, const W* b1, const W* b2, int rows, in
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t s) {
+    if (a.quant != QuantScheme::none) return gemv_quant(a, s);
     int rows = 0;
     for (int i = 0; i < a.n_seg; ++i) rows += a.seg[i].rows;
     if ((a.post_norm || a.y_mul) && (a.n_seg != 1 || a.accumulate || (a.post_norm && (!a.residual || !a.post_arrivals))))
@@ -140,7 +141,10 @@ void gemv(const GemvArgs& a, cudaStream_t s) {
 }
 
 void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
-                const float* x, const void* norm_w, float offset, float eps, GateAct act, float* y, cudaStream_t s) {
+                const float* x, const void* norm_w, float offset, float eps, GateAct act, float* y, cudaStream_t s,
+                QuantScheme quant, const float* gs, const float* us, int group_size) {
+    if (quant != QuantScheme::none)
+        return gemv_gated_quant(wg, wu, gs, us, quant, group_size, bg, bu, wdt, rows, cols, x, norm_w, offset, eps, act, y, s);
     const size_t smem = size_t(cols) * sizeof(float);
     TT_DISPATCH_FLOAT(wdt, W, {
         const W *g = static_cast<const W*>(wg), *u = static_cast<const W*>(wu);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "runtime/device_buffers.h"  // decode_attention_partial_floats, the split and flash limits
 
 #include <cuda_runtime.h>
@@ -56,10 +57,11 @@ enum class GateAct { silu, gelu_tanh };
 
 // ---- gemv.cu ----  decode matrix-vector products, one token, weights streamed at full bandwidth.
 struct GemvSegment {
-    const void* w;   // [rows, cols] in the weight dtype
+    const void* w;   // [rows, cols] in the weight dtype, or quantized (GemvArgs::quant)
     const void* b;   // [rows] or null
     float* y;        // [rows] out
     int rows;
+    const float* scales = nullptr;  // quantized: the f32 scales of w (core/quant.h)
 };
 // Gemma's post-norm, deferred into the GEMV that next reads the residual stream (q/k/v, the
 // per-layer gate, the output head): the projection that produces y (down, the per-layer
@@ -98,12 +100,33 @@ struct GemvArgs {
     const void* row_scale;
     int* post_arrivals;
     PendingResidual pending;  // the input is the pending residual (then norm_w, when set, normalizes it)
+    // Quantized weights (every segment alike; wdt stays the float dtype of norms and biases): the
+    // GEMV of quant.cu, which takes the pre-norm, bias and accumulate but none of Gemma's fused
+    // epilogues above (post_norm, y_mul, pending: the caller settles those apart).
+    QuantScheme quant;
+    int group_size;       // int4
 };
 void gemv(const GemvArgs& a, cudaStream_t s);
 // y = act(Wg xn + bg) * (Wu xn + bu), xn = rmsnorm(x) * (norm_w + offset): the MLP's first half.
+// Quantized gate and up (quant != none): their scales gs, us (core/quant.h).
 void gemv_gated(const void* wg, const void* wu, const void* bg, const void* bu, DType wdt, int rows, int cols,
                 const float* x, const void* norm_w, float norm_offset, float norm_eps, GateAct act, float* y,
-                cudaStream_t s);
+                cudaStream_t s, QuantScheme quant = QuantScheme::none, const float* gs = nullptr, const float* us = nullptr,
+                int group_size = 0);
+
+// ---- quant.cu ----  quantized weights (core/quant.h; docs/QUANTIZATION.md).
+// The decode GEMVs of gemv() and gemv_gated() when their weights are INT8/INT4: the values are
+// widened to exact f16 in registers and multiplied on the tensor cores with x split into two f16
+// parts (f32 accumulation), scaled per row (INT8) or per group (INT4); odd INT8 row lengths take
+// a scalar CUDA-core loop.
+void gemv_quant(const GemvArgs& a, cudaStream_t s);
+void gemv_gated_quant(const void* wg, const void* wu, const float* gs, const float* us, QuantScheme quant, int group_size,
+                      const void* bg, const void* bu, DType wdt, int rows, int cols, const float* x, const void* norm_w,
+                      float norm_offset, float norm_eps, GateAct act, float* y, cudaStream_t s);
+// Prefill: out[r, c] = float(q[r, c]) * scale for rows [0, rows), rounded to out_dt (bf16/f16/f32):
+// the values core/quant.h's dequantize_row computes, as a tensor-core GEMM's operand.
+void dequantize(const void* q, const float* scales, QuantScheme quant, int group_size, int rows, int cols, void* out,
+                DType out_dt, cudaStream_t s);
 
 // ---- activation.cu ----  prefill: out[t, i] = act(g[t, i]) * u[t, i] (+ biases), as out_dt.
 // g and u (in_dt) rows are ld elements apart (f when separate, 2f when gate and up share one GEMM output).

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Issue #19's benchmark: the quantized profiles on the Llama-3-8B shape (a random-weight checkpoint
+# made by transformers, bf16) against llama.cpp's Q8_0 and Q4_K_M made from the same checkpoint
+# (llama-quantize), in the same run:
+#   ThinTensor   archives converted with --quant int8 / int4 (and bf16 for the baseline): validate
+#                against transformers' bf16 logits (KL, top-1, min cosine), `thintensor bench` tg128
+#                and pp2048 beside their rooflines, and INT4 at --vram-budget 4GiB (bytes per token)
+#   llama.cpp    llama-bench -ngl 99 -fa 1 -p 2048 -n 128 on Q8_0 and Q4_K_M; their KL against the
+#                bf16 GGUF's logits (llama-perplexity --kl-divergence, 4 chunks of 512 tokens of text)
+# Two GPU-machine calls (a call is at most 600 s), chosen by STEPS; state in BENCH_WORK (default
+# /dev/shm/q19) between them, so the second call must come while the machine is warm:
+#   STEPS=setup  llama.cpp build (background), checkpoint + reference logits, the three conversions,
+#                the GGUF (background), then llama-quantize Q8_0 and Q4_K_M
+#   STEPS=bench  every measurement and the summary; BENCH_WORK is removed at the end
+# Inputs in CARRY_DIR (default .carry): bin/thintensor (+ lib/), anchors/{llama.cpp-src.tar.xz,
+# build_llama.sh}, tokenizers/llama3 (tokenizer.json.xz, tokenizer_config.json).
+# Outputs in $OUT: q19.log, q19-summary.md and the JSON of every measurement.
+# LLAMA=0 leaves llama.cpp out (ThinTensor's figures only, when the device time is short).
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.." || exit 2
+repo=$PWD
+carry=$(cd "${1:-.carry}" 2>/dev/null && pwd) || { echo "carry folder ${1:-.carry} not found"; exit 2; }
+OUT="${OUT:-$PWD/q19-out}"; mkdir -p "$OUT"
+work=${BENCH_WORK:-/dev/shm/q19}
+case "$work" in /|/dev/shm|/tmp|"$HOME"|"") echo "BENCH_WORK=$work: give a folder of its own (it is emptied)"; exit 2;; esac
+res=$work/results
+steps=" ${STEPS:-setup bench} "
+export THINTENSOR_HOME="$work/home"
+TT=$carry/bin/thintensor
+[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
+ck=$work/hf; lldir=$work/llama; gguf=$work/m-bf16.gguf
+bin=$lldir/lltrim/build/bin
+deadline=${BENCH_DEADLINE_S:-560}
+log="$OUT/q19.log"
+source "$repo/tests/gpu/libs.sh"
+t_start=$(date +%s)
+source "$repo/bench/lib/steps.sh"
+build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
+gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
+build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$bin/llama-bench" ]; }
+gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
+
+setup() {
+  rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    grep -m1 'model name' /proc/cpuinfo; nproc
+  } >>"$log" 2>&1
+  [ "${LLAMA:-1}" = 0 ] && say "LLAMA=0: llama.cpp is not built, converted or measured in this run"
+  [ "${LLAMA:-1}" = 0 ] || run_step "llama.cpp build (background, nice 15)" nice -n 15 bash "$carry/anchors/build_llama.sh" "$carry/anchors/llama.cpp-src.tar.xz" "$lldir" --background
+  run_step "checkpoint: random llama3-8b (transformers init, bf16) and its 512-token reference logits" \
+    timeout "$(cap 200)" python3 bench/hf_random_model.py llama3-8b "$ck" "$res/hf-ckpt.json" --ref-len 512 --no-speed --no-f32
+  [ -f "$ck/config.json" ] || { say "checkpoint step failed: nothing to measure"; return 1; }
+  { xz -dc "$carry/tokenizers/llama3/tokenizer.json.xz" >"$ck/tokenizer.json" && cp "$carry/tokenizers/llama3/tokenizer_config.json" "$ck/"; } || say "tokenizer copy failed"
+  mv "$ck/reference.safetensors" "$work/reference.safetensors"
+  [ "${LLAMA:-1}" = 0 ] || { say "=== GGUF conversion started in the background: $res/gguf-convert.log"; : >"$res/gguf-convert.log"; }
+  [ "${LLAMA:-1}" = 0 ] || setsid nohup bash -c "while [ ! -f '$lldir/lltrim/convert_hf_to_gguf.py' ]; do sleep 1; done; cd '$lldir/lltrim' && PYTHONPATH='$lldir/lltrim/gguf-py' python3 convert_hf_to_gguf.py '$ck' --outtype bf16 --outfile '$gguf'; echo GGUF_RC=\$?" \
+    >>"$res/gguf-convert.log" 2>&1 </dev/null &
+  run_step "convert --dtype bf16" timeout "$(cap 120)" "$TT" -q convert "$ck" -o "$work/bf16.thin" --dtype bf16
+  for q in int8 int4; do
+    run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
+  done
+  ls -l "$work"/*.thin >>"$log"
+  while { build_running || gguf_running; } && [ "$(left)" -gt 150 ]; do sleep 3; done
+  if [ "${LLAMA:-1}" = 0 ]; then :
+  elif build_ok && gguf_ok; then
+    for t in Q8_0 Q4_K_M; do
+      run_step "llama-quantize $t" timeout "$(cap 150)" "$bin/llama-quantize" "$gguf" "$work/m-$t.gguf" $t
+    done
+  else
+    say "llama.cpp not ready: build $(grep -o 'BUILD_RC=[0-9]*' "$lldir/build.log" 2>/dev/null || echo running), GGUF $(grep -o 'GGUF_RC=[0-9]*' "$res/gguf-convert.log" || echo running)"
+  fi
+  ls -l "$work"/*.gguf >>"$log" 2>&1
+}
+
+bench() {
+  [ -f "$work/int4.thin" ] || { say "no archives in $work: run STEPS=setup first (on the same warm machine)"; return 1; }
+  for a in bf16 int8 int4; do
+    p=balanced; [ $a = int8 ] && p=max-performance; [ $a = int4 ] && p=max-max-perf
+    run_step "validate $a ($p) vs transformers logits_bf16 (512 tokens)" timeout "$(cap 60)" \
+      sh -c "'$TT' validate '$work/$a.thin' --reference '$work/reference.safetensors' --key logits_bf16 --device cuda --profile $p --no-greedy --json >'$res/validate-$a.json'"
+  done
+  run_step "thintensor bench bf16 (tg128)" timeout "$(cap 60)" \
+    sh -c "'$TT' bench '$work/bf16.thin' --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >'$res/bench-bf16.json'"
+  for a in int8 int4; do
+    p=max-performance; [ $a = int4 ] && p=max-max-perf
+    run_step "thintensor bench $a (tg128, pp2048)" timeout "$(cap 90)" \
+      sh -c "'$TT' bench '$work/$a.thin' --device cuda --profile $p --prompt-lengths 2048 --gen-tokens 128 --reps 3 --json >'$res/bench-$a.json'"
+  done
+  run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
+  if build_ok; then
+    for t in Q8_0 Q4_K_M; do
+      [ -s "$work/m-$t.gguf" ] || continue
+      run_step "llama-bench $t -ngl 99 -fa 1 -p 2048 -n 128 -r 3" timeout "$(cap 120)" \
+        sh -c "'$bin/llama-bench' -m '$work/m-$t.gguf' -ngl 99 -fa 1 -p 2048 -n 128 -r 3 -o jsonl >'$res/llama-bench-$t.jsonl' 2>'$res/llama-bench-$t.err'"
+    done
+    # KL of Q8_0 / Q4_K_M against the bf16 GGUF's own logits, over 4 chunks of 512 tokens of text.
+    cat "$repo"/docs/*.md "$repo"/README.md >"$work/text.txt"
+    if [ -s "$gguf" ] && enough 120 "llama.cpp KL"; then
+      run_step "llama-perplexity bf16 (the KL base)" timeout "$(cap 90)" "$bin/llama-perplexity" -m "$gguf" -f "$work/text.txt" -c 512 --chunks 4 -ngl 99 \
+        --kl-divergence-base "$work/base.kld"
+      for t in Q8_0 Q4_K_M; do
+        run_step "llama-perplexity $t --kl-divergence" timeout "$(cap 60)" sh -c "'$bin/llama-perplexity' -m '$work/m-$t.gguf' -c 512 --chunks 4 -ngl 99 --kl-divergence-base '$work/base.kld' --kl-divergence >'$res/kld-$t.txt' 2>&1"
+      done
+    fi
+  fi
+  python3 bench/quant_summary.py "$res" >"$OUT/q19-summary.md" 2>>"$log"; cat "$OUT/q19-summary.md" >>"$log"
+  cp "$res"/* "$OUT/" 2>/dev/null
+  rm -rf "$work"
+}
+
+case "$steps" in *" setup "*) setup ;; esac
+case "$steps" in *" bench "*) t_start=$(date +%s); bench ;; esac
+tail -n 40 "$log"

@@ -1,0 +1,573 @@
+// Quantized weights on the GPU (core/quant.h, docs/QUANTIZATION.md): the decode GEMVs that read
+// INT8 / INT4 rows, and the dequantization that feeds prefill's tensor-core GEMMs.
+//
+// Decode has two GEMVs. The tensor-core one (below, "mma") takes every shape whose rows are whole
+// 16-byte pieces: INT4 always, INT8 when cols % 16 == 0 (every real model). The other takes odd
+// INT8 row lengths (test shapes): one weight per lane and step, x staged in shared memory. Both
+// form the products exactly (q and the parts of x are exact; the only rounding is the f32 sums',
+// in another order than the CPU reference's): INT8 sums q * x over the row and scales once, INT4
+// scales each group's sum.
+//
+// A CUDA-core GEMV that widened 16-byte pieces in registers (a byte permute, a subtraction and an
+// FMA per weight) ran INT4 at 0.45-0.6 TB/s and INT8 at 1.2-1.8 TB/s on the H200: three
+// instructions per weight take nearly every issue slot at INT4's 8.4e12 weights/s. The
+// tensor-core GEMV replaced it (docs/BENCHMARKS.md, "Quantized decode GEMVs").
+#include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/gemv.cuh"
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
+#include "backends/cuda/kernels/ptx.cuh"
+
+
+namespace tt::cuda {
+
+namespace {
+
+constexpr int k_qwarps = 8;  // warps per block (the scalar INT8 GEMV)
+
+// The weight rows a warp dots with x: R row bases (bytes) and their scales (a row's first).
+template <int R>
+struct QRows {
+    const uint8_t* w[R];
+    const float* s[R];
+};
+
+// The scalar INT8 loop, persistent: rows_of(g, QRows&) fills row group g (of n_groups),
+// epilogue(g, sums) stores it (lane 0). One weight per lane and step.
+template <int R, typename W, typename RowsOf, typename Epilogue>
+__device__ void int8_rows(int n_groups, int cols, const float* x, const W* norm_w, float offset, float eps, RowsOf rows_of,
+                          Epilogue epilogue) {
+    extern __shared__ float s_x[];
+    const int lane = threadIdx.x & 31;
+    const int warp = int(blockIdx.x) * k_qwarps + int(threadIdx.x >> 5), n_warps = int(gridDim.x) * k_qwarps;
+    pdl_wait();  // x is the previous kernel's output
+    pdl_launch_dependents();
+    const float x_scale = load_x(s_x, x, cols, norm_w, offset, eps);  // the RMS factor of a fused pre-norm
+    for (int g = warp; g < n_groups; g += n_warps) {
+        QRows<R> rw;
+        rows_of(g, rw);
+        float acc[R] = {};
+        for (int c = lane; c < cols; c += 32)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] += float(int8_t(rw.w[r][c])) * s_x[c];
+        float sums[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) sums[r] = warp_sum(acc[r]) * x_scale * __ldg(rw.s[r]);  // the row's scale
+        if (lane == 0) epilogue(g, sums);
+    }
+}
+
+constexpr int k_dense_rows = 2;  // rows per warp in gemv_int8_kernel
+
+template <typename W>
+__global__ void __launch_bounds__(k_qwarps * 32) gemv_int8_kernel(GemvArgs a, int rows) {
+    const uint64_t row_bytes = uint64_t(a.cols);
+    auto locate = [&](int r, int& seg) {
+        seg = 0;
+        while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
+        return r;
+    };
+    auto rows_of = [&](int g, QRows<k_dense_rows>& rw) {
+#pragma unroll
+        for (int k = 0; k < k_dense_rows; ++k) {
+            int seg;
+            const int r = locate(min(g * k_dense_rows + k, rows - 1), seg);  // a missing last row reads the one before
+            rw.w[k] = static_cast<const uint8_t*>(a.seg[seg].w) + r * row_bytes;
+            rw.s[k] = a.seg[seg].scales + r;
+        }
+    };
+    auto epilogue = [&](int g, const float (&dot)[k_dense_rows]) {
+#pragma unroll
+        for (int k = 0; k < k_dense_rows; ++k) {
+            if (g * k_dense_rows + k >= rows) break;
+            int seg;
+            const int r = locate(g * k_dense_rows + k, seg);
+            const GemvSegment& sg = a.seg[seg];
+            const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
+            sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + dot[k] + b;
+        }
+    };
+    int8_rows<k_dense_rows>((rows + k_dense_rows - 1) / k_dense_rows, a.cols, a.x, static_cast<const W*>(a.norm_w), a.norm_offset,
+                            a.norm_eps, rows_of, epilogue);
+}
+
+struct GatedQuantArgs {
+    const uint8_t *wg, *wu;
+    const float *gs, *us;
+    const void *bg, *bu, *norm_w;
+    int rows, cols, group_size;
+    const float* x;
+    float offset, eps;
+    GateAct act;
+    float* y;
+};
+
+template <typename W>
+__global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQuantArgs a) {
+    const uint64_t row_bytes = uint64_t(a.cols);
+    auto rows_of = [&](int r, QRows<2>& rw) {
+        rw.w[0] = a.wg + r * row_bytes;
+        rw.w[1] = a.wu + r * row_bytes;
+        rw.s[0] = a.gs + r;
+        rw.s[1] = a.us + r;
+    };
+    auto epilogue = [&](int r, const float (&gu)[2]) {
+        const float g = gu[0] + (a.bg ? to_float(static_cast<const W*>(a.bg)[r]) : 0.0f);
+        const float u = gu[1] + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
+        a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
+    };
+    int8_rows<2>(a.rows, a.cols, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+}
+
+// ---- The tensor-core decode GEMV (m16n8k16: f16 inputs, f32 accumulation) ----
+// Widening on CUDA cores costs three instructions per weight (permute, subtract, FMA), which INT4
+// at full bandwidth cannot afford (8.4e12 weights/s on the H200). Here the weights become exact f16
+// (q fits in 11 bits) with the magic-number tricks below — under one instruction per INT8 weight,
+// about one per INT4 weight — and the tensor cores do the multiply-adds. x, staged once per block,
+// is held as two f16 parts of x * 2^e (hi = f16(x * 2^e), lo = f16(x * 2^e - hi): 22 significant
+// bits, the power of two chosen so max|x| * 2^e lies in [2^14, 2^15), so neither overflows), the
+// B operand's columns 2t (hi) and 2t + 1 (lo) for the k slots of quad lane t and zero elsewhere:
+// lane (g, t) then finds in its accumulators c0 + c1 (row g) and c2 + c3 (row g + 8) the dot of
+// exactly the 16 bytes of weights it loaded — one INT4 group of 32 (or part of a larger one),
+// which it scales itself. So no weights move between lanes and the k order is free: each lane's
+// A slots take its weights in the order the widening produces them, and x is stored in that
+// order.
+//
+// A block (8 warps) takes a tile of 16 weight rows (gate and up: 8 rows of each, one output row
+// per pair); lane (g, t) reads rows g and g + 8, bytes [64 s + 16 t, + 16) at step s; the warps
+// split the steps and add up through shared memory. The first loads are issued before pdl_wait().
+constexpr int k_mwarps = 8;   // warps per block
+// Steps (two 16-byte loads per lane) per batch, two batches in flight: a template parameter MS.
+// Measured on the H200 (docs/BENCHMARKS.md): INT8 runs best with 3 (its widening is light), INT4
+// with 2 (3 costs it registers and speed); TT_QUANT_MMA_STEPS=2|3 forces one for an A/B.
+constexpr int k_step_bytes = 64;  // bytes of each row per step: four lanes of 16
+
+// INT4 word (8 nibbles, columns 8i .. 8i + 7) -> four f16 pairs of q = nibble - 8:
+// (c0, c4), (c1, c5), (c2, c6), (c3, c7). (n | 0x6400) is the f16 1024 + n, (16 n | 0x6400) is
+// 1024 + 16 n: one subtraction, or one FMA by 1/16, leaves n - 8 exactly.
+__device__ __forceinline__ void widen_int4(uint32_t w, uint32_t (&h)[4]) {
+    const uint32_t w8 = w >> 8;
+    const __half2 magic = __halves2half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408));  // 1032
+    const __half2 sixteenth = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));
+    const __half2 m72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));  // -72
+    uint32_t p[4] = {(w & 0x000F000Fu) | 0x64006400u, (w & 0x00F000F0u) | 0x64006400u, (w8 & 0x000F000Fu) | 0x64006400u,
+                     (w8 & 0x00F000F0u) | 0x64006400u};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        __half2 v = *reinterpret_cast<__half2*>(&p[j]);
+        v = (j & 1) ? __hfma2(v, sixteenth, m72) : __hsub2(v, magic);
+        h[j] = *reinterpret_cast<uint32_t*>(&v);
+    }
+}
+
+// INT8 word (4 two's-complement bytes) -> two f16 pairs (c0, c1), (c2, c3): the byte + 128 under
+// the f16 exponent of 1024 is 1024 + q + 128; one subtraction leaves q.
+__device__ __forceinline__ void widen_int8(uint32_t w, uint32_t (&h)[2]) {
+    const uint32_t u = w ^ 0x80808080u;
+    const __half2 magic = __halves2half2(__ushort_as_half(0x6480), __ushort_as_half(0x6480));  // 1152
+    uint32_t p[2] = {__byte_perm(u, 0x64646464u, 0x5140u), __byte_perm(u, 0x64646464u, 0x7362u)};
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        __half2 v = __hsub2(*reinterpret_cast<__half2*>(&p[j]), magic);
+        h[j] = *reinterpret_cast<uint32_t*>(&v);
+    }
+}
+
+// The position of column c within its block of 8 in the staged x: INT4 words widen to (c0, c4),
+// (c1, c5), ... so x is stored in that order; INT8 in column order.
+template <QuantScheme Q>
+__device__ __forceinline__ int x_slot(int c) {
+    if constexpr (Q == QuantScheme::int4) return (c & 4) ? 2 * (c & 3) + 1 : 2 * (c & 3);
+    else return c;
+}
+
+// Stages x (times the pre-norm weight when fused) as hi/lo f16 of x * 2^e, zero-padded to kpad
+// columns (cols % 8 == 0): 32 bytes per block of 8 columns, its 8 hi then its 8 lo values, so the
+// B operand of a word is one 16-byte (INT4) or 8-byte (INT8) load. One pass over global memory:
+// a thread takes whole blocks and parks their f32 values in the same 32 bytes until the block-wide
+// max is known, then overwrites them with the halves (no other thread touches them). Returns the
+// RMS factor (1 without the norm) and sets unscale = 2^-e.
+template <QuantScheme Q, typename W>
+__device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
+                                float& unscale) {
+    __shared__ float scratch[32];
+    float* s_f = reinterpret_cast<float*>(s_h);
+    const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+    const int n_blocks = kpad / 8;
+    float ss = 0, mx = 0;
+    for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
+        const int c0 = 8 * blk;
+        float v[8] = {};
+        if (c0 < cols) {
+            if (vec) {
+                const float4 p = __ldg(reinterpret_cast<const float4*>(x + c0)), q = __ldg(reinterpret_cast<const float4*>(x + c0 + 4));
+                v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w, v[4] = q.x, v[5] = q.y, v[6] = q.z, v[7] = q.w;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = x[c0 + k];
+            }
+        }
+        float o[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            ss += v[k] * v[k];
+            const float n = norm_w && c0 < cols ? v[k] * (to_float(norm_w[c0 + k]) + offset) : v[k];
+            mx = fmaxf(mx, fabsf(n));
+            o[x_slot<Q>(k)] = n;
+        }
+        reinterpret_cast<float4*>(s_f + c0)[0] = make_float4(o[0], o[1], o[2], o[3]);
+        reinterpret_cast<float4*>(s_f + c0)[1] = make_float4(o[4], o[5], o[6], o[7]);
+    }
+    mx = block_max(mx, scratch);
+    const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
+    int E = 0;
+    frexpf(mx, &E);  // mx < 2^E
+    const int e = mx > 0 ? max(-100, min(100, 15 - E)) : 0;
+    const float up = ldexpf(1.0f, e);  // |e| <= 100: both powers are normal floats
+    unscale = ldexpf(1.0f, -e);
+    for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
+        const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
+        const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+        __half hl[16];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const float y = v[k] * up;
+            hl[k] = __float2half_rn(y);
+            hl[8 + k] = __float2half_rn(y - __half2float(hl[k]));
+        }
+        reinterpret_cast<int4*>(s_h + 16 * blk)[0] = *reinterpret_cast<const int4*>(hl);
+        reinterpret_cast<int4*>(s_h + 16 * blk)[1] = *reinterpret_cast<const int4*>(hl + 8);
+    }
+    __syncthreads();
+    return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
+}
+
+// One warp's loads of MS steps (s0, s0 + k_mwarps, ...): rows g and g + 8 (16 bytes each)
+// and, INT4, their scales. Steps past the row load nothing (and are not computed).
+template <QuantScheme Q, int MS>
+struct MmaBatch {
+    int4 v[MS][2];
+    float sc[MS][2];
+    __device__ __forceinline__ void load(const uint8_t* const (&w)[2], const float* const (&s)[2], int s0, int n_steps,
+                                         int row_bytes, int group_size, int t) {
+#pragma unroll
+        for (int u = 0; u < MS; ++u) {
+            const int off = (s0 + k_mwarps * u) * k_step_bytes + 16 * t;
+            const bool in = s0 + k_mwarps * u < n_steps && off < row_bytes;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(w[r] + off)) : make_int4(0, 0, 0, 0);
+                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(s[r] + (2 * off) / group_size) : 0.0f;
+            }
+        }
+    }
+};
+
+// The dot products of one batch (steps s0, s0 + k_mwarps, ...) into acc (INT4: each step's group
+// sum scaled) or c8 (INT8: the row sums, scaled once at the end). xb, xstep, xf: the lane's B
+// operand in the staged x (see mma_rows).
+template <QuantScheme Q, int MS>
+__device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const __half* xb, int xstep, int xf,
+                                          float (&acc)[2], float (&c8)[4]) {
+#pragma unroll
+    for (int u = 0; u < MS; ++u) {
+        const int st = s0 + k_mwarps * u;
+        if (st >= n_steps) break;  // uniform over the warp
+        const __half* xs = xb + st * xstep;
+        const uint32_t* a0 = reinterpret_cast<const uint32_t*>(&b.v[u][0]);
+        const uint32_t* a1 = reinterpret_cast<const uint32_t*>(&b.v[u][1]);
+        if constexpr (Q == QuantScheme::int4) {
+            float c[4] = {};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                uint32_t h0[4], h1[4];
+                widen_int4(a0[i], h0);
+                widen_int4(a1[i], h1);
+                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 16 * i);
+                const uint32_t fa[4] = {h0[0], h1[0], h0[1], h1[1]}, fb[4] = {h0[2], h1[2], h0[3], h1[3]};
+                mma16816<__half>(c, fa, bx.x, bx.y);
+                mma16816<__half>(c, fb, bx.z, bx.w);
+            }
+            acc[0] = fmaf(b.sc[u][0], c[0] + c[1], acc[0]);
+            acc[1] = fmaf(b.sc[u][1], c[2] + c[3], acc[1]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                uint32_t h0[2], h1[2];
+                widen_int8(a0[i], h0);
+                widen_int8(a1[i], h1);
+                const uint2 bx = *reinterpret_cast<const uint2*>(xs + xf * (16 * (i >> 1) + 4 * (i & 1)));
+                const uint32_t fa[4] = {h0[0], h1[0], h0[1], h1[1]};
+                mma16816<__half>(c8, fa, bx.x, bx.y);
+            }
+        }
+    }
+}
+
+// The persistent tile loop: rows_of(tile, j, w, s) gives A row j's (0..15) base and scales;
+// epilogue(tile, j, total) runs on threads j < 16 once the tile's sums are in shared memory
+// (total(k): row k's dot with x, the pre-norm's RMS factor and, INT8, the row scale applied).
+// A warp's work is a sequence of batches over the block's tiles; the next batch (the next tile's
+// first, at a tile's end) is loaded before the current one is computed, so a warp always has
+// loads in flight, also across the tile's reduction.
+template <QuantScheme Q, int MS, typename W, typename RowsOf, typename Epilogue>
+__device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
+                         RowsOf rows_of, Epilogue epilogue) {
+    extern __shared__ int4 s_raw[];
+    __half* s_h = reinterpret_cast<__half*>(s_raw);
+    __shared__ float s_red[k_mwarps][16];
+    __shared__ int4 s_zero;  // the B operand of the lanes that hold none
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    constexpr int step_cols = Q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes;
+    const int row_bytes = Q == QuantScheme::int4 ? cols / 2 : cols;
+    const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes, kpad = n_steps * step_cols;
+    // This warp's steps in a tile: warp, warp + k_mwarps, ...; in batches of MS.
+    const int n_batches = n_steps > warp ? (n_steps - warp + k_mwarps * MS - 1) / (k_mwarps * MS) : 0;
+    auto find_rows = [&](int tile, const uint8_t* (&w)[2], const float* (&s)[2]) {
+        rows_of(tile, g, w[0], s[0]);
+        rows_of(tile, g + 8, w[1], s[1]);
+    };
+    const uint8_t* w[2];
+    const float* s[2];
+    MmaBatch<Q, MS> cur, next;
+    if (int(blockIdx.x) < n_tiles) {
+        find_rows(int(blockIdx.x), w, s);
+        if (n_batches > 0) cur.load(w, s, warp, n_steps, row_bytes, group_size, t);
+    }
+    pdl_wait();  // x is the previous kernel's output
+    pdl_launch_dependents();
+    if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
+    float unscale;
+    const float x_scale = stage_x_halves<Q>(s_h, kpad, x, cols, norm_w, offset, eps, unscale);
+    // In the staged x (32 bytes per 8 columns: hi, then lo) a step is step_cols / 8 blocks, lane
+    // t's piece starts t / 4 of a step in, an INT4 word is one block, an INT8 word half of one.
+    const bool feeds = g / 2 == t;
+    const __half* xb = feeds ? s_h + 8 * (g & 1) + 16 * t * (step_cols / 32) : reinterpret_cast<const __half*>(&s_zero);
+    const int xstep = feeds ? 2 * step_cols : 0, xf = feeds ? 1 : 0;
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        float acc[2] = {};
+        float c8[4] = {};  // INT8: the row sums accumulate in the tensor core across steps
+        const uint8_t* wn[2] = {w[0], w[1]};
+        const float* sn[2] = {s[0], s[1]};
+        for (int bi = 0; bi < n_batches; ++bi) {
+            if (bi + 1 < n_batches) {
+                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, row_bytes, group_size, t);
+            } else if (tile + int(gridDim.x) < n_tiles) {
+                find_rows(tile + int(gridDim.x), wn, sn);
+                next.load(wn, sn, warp, n_steps, row_bytes, group_size, t);
+            }
+            mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
+            cur = next;
+        }
+        if constexpr (Q == QuantScheme::int8) {
+            acc[0] = (c8[0] + c8[1]) * __ldg(s[0]);
+            acc[1] = (c8[2] + c8[3]) * __ldg(s[1]);
+        }
+        if (n_batches == 0 && tile + int(gridDim.x) < n_tiles) find_rows(tile + int(gridDim.x), wn, sn);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            w[r] = wn[r];
+            s[r] = sn[r];
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
+            acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
+        }
+        if (t == 0) {
+            s_red[warp][g] = acc[0];
+            s_red[warp][g + 8] = acc[1];
+        }
+        __syncthreads();
+        if (threadIdx.x < 16) {
+            auto total = [&](int k) {
+                float v = 0;
+                for (int q = 0; q < k_mwarps; ++q) v += s_red[q][k];  // the same order for every row
+                return v * x_scale * unscale;
+            };
+            epilogue(tile, int(threadIdx.x), total);
+        }
+        __syncthreads();  // s_red is read before the next tile writes it
+    }
+}
+
+template <QuantScheme Q, int MS, typename W>
+__global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, int rows) {
+    const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
+    const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
+    auto locate = [&](int r, int& seg) {
+        seg = 0;
+        while (r >= a.seg[seg].rows) r -= a.seg[seg++].rows;
+        return r;
+    };
+    auto rows_of = [&](int tile, int j, const uint8_t*& w, const float*& s) {
+        int seg;
+        const int r = locate(min(tile * 16 + j, rows - 1), seg);  // rows past the end read the last (not stored)
+        w = static_cast<const uint8_t*>(a.seg[seg].w) + size_t(r) * row_bytes;
+        s = a.seg[seg].scales + size_t(r) * row_scales;
+    };
+    auto epilogue = [&](int tile, int j, auto total) {
+        const int row = tile * 16 + j;
+        if (row >= rows) return;
+        int seg;
+        const int r = locate(row, seg);
+        const GemvSegment& sg = a.seg[seg];
+        const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
+        sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + total(j) + b;
+    };
+    mma_rows<Q, MS>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
+                epilogue);
+}
+
+template <QuantScheme Q, int MS, typename W>
+__global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQuantArgs a) {
+    const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
+    const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
+    auto rows_of = [&](int tile, int j, const uint8_t*& w, const float*& s) {  // A rows 0..7: gate, 8..15: up
+        const int r = min(tile * 8 + (j & 7), a.rows - 1);
+        w = (j < 8 ? a.wg : a.wu) + size_t(r) * row_bytes;
+        s = (j < 8 ? a.gs : a.us) + size_t(r) * row_scales;
+    };
+    auto epilogue = [&](int tile, int j, auto total) {
+        const int r = tile * 8 + j;
+        if (j >= 8 || r >= a.rows) return;
+        const float g = total(j) + (a.bg ? to_float(static_cast<const W*>(a.bg)[r]) : 0.0f);
+        const float u = total(j + 8) + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
+        a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
+    };
+    mma_rows<Q, MS>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+}
+
+// Whether the rows can be read in 16-byte pieces (INT4 rows always are whole pieces: cols is a
+// multiple of the group, itself of 32; the pointers must be aligned).
+bool quant_vectorizable(QuantScheme q, int cols, std::initializer_list<const void*> ptrs) {
+    return vectorizable(int(quant_row_bytes(q, cols)), 1, ptrs);
+}
+
+void check_layout(QuantScheme q, int cols, int group_size, bool vec, const char* who) {
+    if (q == QuantScheme::int4 && (!int4_group_size_allowed(group_size) || cols % group_size != 0 || !vec))
+        fail("{}: INT4 rows of {} weights in groups of {} must be whole 16-byte-aligned groups of 32, 64 or 128", who, cols,
+             group_size);
+}
+
+template <typename K, typename... Args>
+void launch_persistent(K kernel, int n_groups, int cols, cudaStream_t s, Args&&... args) {
+    const size_t smem = size_t(cols) * sizeof(float);  // x, staged
+    const int per_block = k_qwarps;
+    const unsigned grid = unsigned(std::min((n_groups + per_block - 1) / per_block, resident_blocks(kernel, smem, k_qwarps)));
+    launch(kernel, grid, k_qwarps * 32, smem, s, std::forward<Args>(args)...);
+}
+
+// The tensor-core GEMV's grid: a block per tile, at most as many as fit at once; its shared
+// memory holds x's two halves, padded to whole steps.
+template <typename K, typename... Args>
+void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
+    const int row_bytes = q == QuantScheme::int4 ? cols / 2 : cols;
+    const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes;
+    const size_t smem = size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 2 * sizeof(__half);
+    const unsigned grid = unsigned(std::min(n_tiles, resident_blocks(kernel, smem, k_mwarps)));
+    launch(kernel, grid, k_mwarps * 32, smem, s, std::forward<Args>(args)...);
+}
+
+// The A/B knob TT_QUANT_MMA_STEPS (above).
+int quant_mma_steps(QuantScheme q) {
+    static const int forced = env_int("TT_QUANT_MMA_STEPS", 0);
+    if (forced == 2 || forced == 3) return forced;
+    return q == QuantScheme::int4 ? 2 : 3;
+}
+
+template <typename T>
+__global__ void dequantize_kernel(const uint8_t* q, const float* scales, QuantScheme quant, int group_size, int rows, int cols,
+                                  T* out) {
+    // Eight consecutive weights of a row per thread (cols % 8 == 0, checked by the caller): 8 or 4
+    // bytes in, 8 values out.
+    const int per_row = cols / 8;
+    const size_t n = size_t(rows) * per_row;
+    for (size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += size_t(gridDim.x) * blockDim.x) {
+        const size_t r = t / per_row;
+        const int c0 = int(t % per_row) * 8;
+        float v[8];
+        if (quant == QuantScheme::int8) {
+            const uint2 b = *reinterpret_cast<const uint2*>(q + r * size_t(cols) + c0);
+            const float sc = scales[r];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = __fmul_rn(float(int8_t(((k < 4 ? b.x : b.y) >> (8 * (k & 3))) & 0xFF)), sc);
+        } else {
+            const uint32_t b = *reinterpret_cast<const uint32_t*>(q + r * size_t(cols / 2) + c0 / 2);
+            const float sc = scales[r * size_t(cols / group_size) + c0 / group_size];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[k] = __fmul_rn(float(int((b >> (4 * k)) & 0xF) - 8), sc);
+        }
+        T o[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) o[k] = from_float<T>(v[k]);
+        if constexpr (sizeof(T) == 2) *reinterpret_cast<int4*>(out + r * size_t(cols) + c0) = *reinterpret_cast<const int4*>(o);
+        else
+#pragma unroll
+            for (int k = 0; k < 8; ++k) out[r * size_t(cols) + c0 + k] = o[k];
+    }
+}
+
+}  // namespace
+
+void gemv_quant(const GemvArgs& a, cudaStream_t s) {
+    if (a.post_norm || a.y_mul || a.pending.y)
+        fail("gemv: quantized weights take no fused post-norm, gated output or pending residual (settle them apart)");
+    int rows = 0;
+    bool vec = true;
+    for (int i = 0; i < a.n_seg; ++i) {
+        rows += a.seg[i].rows;
+        vec = vec && quant_vectorizable(a.quant, a.cols, {a.seg[i].w});
+        if (!a.seg[i].scales) fail("gemv: a quantized segment without scales");
+    }
+    check_layout(a.quant, a.cols, a.group_size, vec, "gemv");
+    const int n_tiles = (rows + 15) / 16;
+    TT_DISPATCH_FLOAT(a.wdt, W, {
+        if (a.quant == QuantScheme::int4) {
+            if (quant_mma_steps(a.quant) == 2) launch_mma(gemv_mma_kernel<QuantScheme::int4, 2, W>, a.quant, n_tiles, a.cols, s, a, rows);
+            else launch_mma(gemv_mma_kernel<QuantScheme::int4, 3, W>, a.quant, n_tiles, a.cols, s, a, rows);
+        } else if (vec) {
+            if (quant_mma_steps(a.quant) == 2) launch_mma(gemv_mma_kernel<QuantScheme::int8, 2, W>, a.quant, n_tiles, a.cols, s, a, rows);
+            else launch_mma(gemv_mma_kernel<QuantScheme::int8, 3, W>, a.quant, n_tiles, a.cols, s, a, rows);
+        } else {
+            launch_persistent(gemv_int8_kernel<W>, (rows + k_dense_rows - 1) / k_dense_rows, a.cols, s, a, rows);
+        }
+    });
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+void gemv_gated_quant(const void* wg, const void* wu, const float* gs, const float* us, QuantScheme quant, int group_size,
+                      const void* bg, const void* bu, DType wdt, int rows, int cols, const float* x, const void* norm_w,
+                      float norm_offset, float norm_eps, GateAct act, float* y, cudaStream_t s) {
+    if (!gs || !us) fail("gemv_gated: quantized gate and up without scales");
+    const bool vec = quant_vectorizable(quant, cols, {wg, wu});
+    check_layout(quant, cols, group_size, vec, "gemv_gated");
+    GatedQuantArgs a{static_cast<const uint8_t*>(wg), static_cast<const uint8_t*>(wu), gs, us, bg, bu, norm_w, rows, cols,
+                     group_size, x, norm_offset, norm_eps, act, y};
+    const int n_tiles = (rows + 7) / 8;
+    TT_DISPATCH_FLOAT(wdt, W, {
+        if (quant == QuantScheme::int4) {
+            if (quant_mma_steps(quant) == 2) launch_mma(gemv_gated_mma_kernel<QuantScheme::int4, 2, W>, quant, n_tiles, cols, s, a);
+            else launch_mma(gemv_gated_mma_kernel<QuantScheme::int4, 3, W>, quant, n_tiles, cols, s, a);
+        } else if (vec) {
+            if (quant_mma_steps(quant) == 2) launch_mma(gemv_gated_mma_kernel<QuantScheme::int8, 2, W>, quant, n_tiles, cols, s, a);
+            else launch_mma(gemv_gated_mma_kernel<QuantScheme::int8, 3, W>, quant, n_tiles, cols, s, a);
+        } else {
+            launch_persistent(gemv_gated_int8_kernel<W>, rows, cols, s, a);
+        }
+    });
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+void dequantize(const void* q, const float* scales, QuantScheme quant, int group_size, int rows, int cols, void* out,
+                DType out_dt, cudaStream_t s) {
+    if (quant == QuantScheme::none || cols % 8 != 0 || (quant == QuantScheme::int4 && cols % group_size != 0))
+        fail("dequantize: {} rows of {} weights (groups of {}) are not whole pieces of 8", quant_scheme_label(quant), cols,
+             group_size);
+    if (rows == 0) return;
+    const size_t n = size_t(rows) * size_t(cols / 8);
+    const unsigned grid = unsigned(std::min<size_t>((n + 255) / 256, 65535));
+    TT_DISPATCH_FLOAT(out_dt, T,
+                      dequantize_kernel<T><<<grid, 256, 0, s>>>(static_cast<const uint8_t*>(q), scales, quant, group_size, rows,
+                                                                cols, static_cast<T*>(out)));
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace tt::cuda

@@ -1,0 +1,43 @@
+# Sourced by tests/gpu/run.sh (its check(), $TT, $S, $work, $OUT): the quantized profiles on CUDA
+# against the CPU reference (issue #19). run.sh left f32 archives of the fixtures and TinyStories
+# in $work. For each profile, on TinyStories-656K and the dense fixtures:
+# - validate on CUDA passes the profile's bounds (validate_quant.sh's, the CPU's);
+# - CUDA's report equals the CPU's to within the summation order: min cosine within 1e-4, mean
+#   KL within 2% (both sides read the same INT8/INT4 values and scales; only the order of the f32
+#   sums and the f32 prefill GEMMs differ);
+# - TinyStories' greedy text is the CPU's, quantized at load and from a `convert --quant` archive,
+#   resident and streamed (a --vram-budget below the resident plan).
+cmp_reports() {  # cpu.json cuda.json: min cosine within 1e-4, mean KL within 2% (or 1e-9)
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+dc, dk = abs(a["min_cosine"] - b["min_cosine"]), abs(a["mean_kl"] - b["mean_kl"])
+print(f"cpu min_cos {a['min_cosine']:.6f} kl {a['mean_kl']:.3e} | cuda min_cos {b['min_cosine']:.6f} kl {b['mean_kl']:.3e}")
+sys.exit(0 if dc <= 1e-4 and dk <= max(0.02 * a["mean_kl"], 1e-9) else 1)
+PY
+}
+for p in max-performance max-max-perf; do
+  for m in ts llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_5_text gemma4_text; do
+    if [ $m = ts ]; then arc=$work/ts.thin; ref=$S/models/tinystories-656k/reference.safetensors
+    else arc=$work/$m.f32.thin; ref=$S/fixtures/hf-tiny/$m/reference.safetensors; fi
+    b=()  # validate_quant.sh's bounds for the Gemma fixtures
+    [ $m = gemma4_text ] && { [ $p = max-performance ] && b=(--min-cosine 0.95) || b=(--min-cosine 0.4); }
+    [ $m = gemma3_text ] && [ $p = max-max-perf ] && b=(--min-cosine 0.85)
+    $TT -q validate "$arc" --reference "$ref" --device cpu --profile $p "${b[@]}" --report "$work/q.cpu.json" >/dev/null 2>&1
+    check "$m $p (cuda) passes its bounds" $TT -q validate "$arc" --reference "$ref" --device cuda --profile $p "${b[@]}" --report "$work/q.cuda.json"
+    check "$m $p: cuda's report is the cpu's" cmp_reports "$work/q.cpu.json" "$work/q.cuda.json"
+    cat "$work/log" >>"$OUT/quant.log"
+  done
+  q=int8; [ $p = max-max-perf ] && q=int4
+  $TT -q convert $S/models/tinystories-656k -o "$work/ts.$q.thin" --dtype f32 --quant $q
+  $TT -q run "$work/ts.thin" --temperature 0 --max-tokens 120 --device cpu --profile $p >"$work/ts.$q.cpu.txt"
+  $TT -q run "$work/ts.thin" --temperature 0 --max-tokens 120 --device cuda --profile $p >"$work/ts.$q.cuda.txt"
+  $TT -q run "$work/ts.$q.thin" --temperature 0 --max-tokens 120 --device cuda --profile $p >"$work/ts.$q.stored.txt"
+  budget=$($TT -q plan "$work/ts.$q.thin" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["min_vram"] + 200 * 1024)')
+  $TT -q run "$work/ts.$q.thin" --temperature 0 --max-tokens 120 --device cuda --profile $p --vram-budget "$budget" >"$work/ts.$q.stream.txt" 2>"$work/ts.$q.stream.err"
+  check "tinystories $p: greedy text on cuda is the cpu's" cmp "$work/ts.$q.cpu.txt" "$work/ts.$q.cuda.txt"
+  check "tinystories $p: a convert --quant $q archive gives the same text" cmp "$work/ts.$q.cpu.txt" "$work/ts.$q.stored.txt"
+  check "tinystories $p: streamed gives the same text" cmp "$work/ts.$q.cpu.txt" "$work/ts.$q.stream.txt"
+  grep -h "plan:" "$work/ts.$q.stream.err" | head -1 >>"$OUT/quant.log"
+  cp "$work/ts.$q.cuda.txt" "$OUT/"
+done
