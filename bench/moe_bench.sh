@@ -44,7 +44,6 @@ log="$OUT/moe.log"
 source "$repo/tests/gpu/libs.sh" >>"$log"
 
 source "$repo/bench/lib/steps.sh"
-build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
 gguf_running() { [ -n "${gguf_pid:-}" ] && kill -0 "$gguf_pid" 2>/dev/null; }
 note_concurrency() {  # which CPU-heavy background jobs ran while a measurement ran
   local c=""

@@ -64,10 +64,6 @@ source "$repo/bench/lib/steps.sh"
 record() { printf '%s\t%s\t%s\n' "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$2" >>"$res/commands.tsv"; }
 # Background jobs, both in their own session (they outlive the setup call if they must): the
 # llama.cpp build and the GGUF conversion, each done when its log has its RC line.
-build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
-gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
-build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$lb" ]; }
-gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
 note_concurrency() {  # which CPU-heavy background jobs ran while a measurement ran
   local c=""
   build_running && c+=$'\tbuild'

@@ -36,10 +36,6 @@ log="$OUT/q19.log"
 source "$repo/tests/gpu/libs.sh"
 t_start=$(date +%s)
 source "$repo/bench/lib/steps.sh"
-build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
-gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
-build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$bin/llama-bench" ]; }
-gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
 
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"

@@ -1,6 +1,6 @@
 # Step helpers shared by the benchmark scripts that run inside one GPU-machine call against a
-# deadline (bench/moe_bench.sh, bench/offload_bench.sh). The caller sets t_start (date +%s),
-# deadline (seconds from t_start) and log (a file) before using them.
+# deadline (bench/moe_bench.sh, offload_bench.sh, arch_bench.sh, quant_bench.sh). The caller sets
+# t_start (date +%s), deadline (seconds from t_start) and log (a file) before using them.
 elapsed() { echo $(( $(date +%s) - t_start )); }
 left() { echo $(( deadline - $(elapsed) )); }
 say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$log"; }
@@ -18,3 +18,11 @@ run_step() {
   say "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s"
   return $rc
 }
+
+# The llama.cpp anchor's background jobs (anchors/build_llama.sh --background into $lldir, the
+# HF -> GGUF conversion logging into $res/gguf-convert.log and writing $gguf): running, and done
+# with success. A script that runs the conversion otherwise redefines gguf_running after this.
+build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/build.log"; }
+gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
+build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$lldir/lltrim/build/bin/llama-bench" ]; }
+gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }

@@ -162,8 +162,14 @@ std::unique_ptr<Archive> quantized_at_load(const Archive& a, const BackendOption
               "stores it once)", profile_name(opt.profile), a.path(), quant_scheme_label(asked), dir.string(),
               quant_scheme_name(asked));
     ThreadPool pool(opt.n_threads);
-    quantize_archive(a, asked, k_int4_default_group, path.string(), pool);
-    auto out = std::make_unique<Archive>(Archive::open(path.string()));
+    quantize_archive(a, asked, k_int4_default_group, path.string(), pool);  // (a failure leaves no file: ArchiveWriter)
+    std::unique_ptr<Archive> out;
+    try {
+        out = std::make_unique<Archive>(Archive::open(path.string()));
+    } catch (...) {
+        fs::remove(path, ec);
+        throw;
+    }
     fs::remove(path, ec);
     return out;
 }

@@ -59,22 +59,39 @@ struct GemvShape {
     int n_seg;  // segments sharing the input (q, k, v); segment s has rows / (s + 1) rows
 };
 
-std::vector<Measured> gemv_case(CaseEnv& e, DType dt, const GemvShape& c, double tol) {
-    auto x = randn(e.rng, size_t(c.cols)), nw = randn(e.rng, size_t(c.cols), 0.5f);
-    auto nwb = store(nw, dt);
-    Floats xn(static_cast<size_t>(c.cols));
-    if (c.prenorm) cpu::rmsnorm_f32(x.data(), nw.data(), 1.0f, 1e-6f, xn.data(), c.cols);
-    else xn = x;
-    Dev dx(x), dnw(nwb);
+// What every segmented GEMV case starts from: x and its pre-norm weight on the device, x as the
+// CPU reference reads it (normalized on the host when the norm is fused), and the GemvArgs they
+// fill in.
+struct GemvInput {
+    Floats xn;
+    std::unique_ptr<Dev> dx, dnw;
     GemvArgs a{};
-    a.n_seg = c.n_seg;
-    a.cols = c.cols;
-    a.wdt = dt;
-    a.x = dx.as<float>();
-    a.norm_w = c.prenorm ? dnw.p : nullptr;
-    a.norm_offset = 1.0f;
-    a.norm_eps = 1e-6f;
-    a.accumulate = c.accumulate;
+};
+
+GemvInput gemv_input(CaseEnv& e, DType dt, int cols, bool prenorm, bool accumulate, int n_seg) {
+    GemvInput in;
+    auto x = randn(e.rng, size_t(cols)), nw = randn(e.rng, size_t(cols), 0.5f);
+    auto nwb = store(nw, dt);
+    in.xn.resize(size_t(cols));
+    if (prenorm) cpu::rmsnorm_f32(x.data(), nw.data(), 1.0f, 1e-6f, in.xn.data(), cols);
+    else in.xn = x;
+    in.dx = std::make_unique<Dev>(x);
+    in.dnw = std::make_unique<Dev>(nwb);
+    in.a.n_seg = n_seg;
+    in.a.cols = cols;
+    in.a.wdt = dt;
+    in.a.x = in.dx->as<float>();
+    in.a.norm_w = prenorm ? in.dnw->p : nullptr;
+    in.a.norm_offset = 1.0f;
+    in.a.norm_eps = 1e-6f;
+    in.a.accumulate = accumulate;
+    return in;
+}
+
+std::vector<Measured> gemv_case(CaseEnv& e, DType dt, const GemvShape& c, double tol) {
+    GemvInput in = gemv_input(e, dt, c.cols, c.prenorm, c.accumulate, c.n_seg);
+    GemvArgs& a = in.a;
+    const Floats& xn = in.xn;
     std::vector<Floats> ref(3);
     std::vector<std::unique_ptr<Dev>> keep, dy(3);
     for (int s = 0; s < c.n_seg; ++s) {
@@ -246,21 +263,9 @@ std::unique_ptr<QuantMatrix> random_quant(std::mt19937& g, QuantScheme q, int gr
 }
 
 std::vector<Measured> gemv_quant_case(CaseEnv& e, DType dt, const QuantShape& c, double tol) {
-    auto x = randn(e.rng, size_t(c.cols)), nw = randn(e.rng, size_t(c.cols), 0.5f);
-    auto nwb = store(nw, dt);
-    Floats xn(static_cast<size_t>(c.cols));
-    if (c.prenorm) cpu::rmsnorm_f32(x.data(), nw.data(), 1.0f, 1e-6f, xn.data(), c.cols);
-    else xn = x;
-    Dev dx(x), dnw(nwb);
-    GemvArgs a{};
-    a.n_seg = c.n_seg;
-    a.cols = c.cols;
-    a.wdt = dt;
-    a.x = dx.as<float>();
-    a.norm_w = c.prenorm ? dnw.p : nullptr;
-    a.norm_offset = 1.0f;
-    a.norm_eps = 1e-6f;
-    a.accumulate = c.accumulate;
+    GemvInput in = gemv_input(e, dt, c.cols, c.prenorm, c.accumulate, c.n_seg);
+    GemvArgs& a = in.a;
+    const Floats& xn = in.xn;
     a.quant = c.q;
     a.group_size = c.group;
     std::vector<Floats> ref(3);
