@@ -78,21 +78,17 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
 }
 
 std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile) {
-    if (device != "host" && device.rfind("cuda", 0) != 0) return {};  // cpu; an unknown device is make_backend's error
+    // The CPU reference and the host decode path run every quantized model (an unknown device is
+    // make_backend's error); the CUDA backend runs quantized attention, dense MLPs, DeltaNet
+    // projections and heads, not yet quantized experts (its MoE kernels read float expert blocks).
+    if (device.rfind("cuda", 0) != 0) return {};
     const QuantScheme asked = profile_weight_scheme(profile), stored = archive_quant_scheme(archive);
     if (asked == QuantScheme::none && stored == QuantScheme::none) return {};
-    // The CUDA backend runs quantized attention, dense MLPs, DeltaNet projections and heads; not
-    // yet quantized experts (its MoE kernels read float expert blocks).
-    if (device != "host" && !spec_from_json(archive.metadata()["spec"]).has_moe()) return {};
-    const std::string who = device == "host" ? "the host decode path" : "the CUDA backend";
-    if (device != "host") {
-        if (asked != QuantScheme::none)
-            return fmt::format("{} does not run {} experts yet (--profile {})", who, quant_scheme_label(asked), profile_name(profile));
-        return fmt::format("{} does not run {} experts yet ({} stores them)", who, quant_scheme_label(stored), archive.path());
-    }
+    if (!spec_from_json(archive.metadata()["spec"]).has_moe()) return {};
     if (asked != QuantScheme::none)
-        return fmt::format("{} does not run {} weights yet (--profile {})", who, quant_scheme_label(asked), profile_name(profile));
-    return fmt::format("{} does not run {} weights yet ({} stores them)", who, quant_scheme_label(stored), archive.path());
+        return fmt::format("the CUDA backend does not run {} experts yet (--profile {})", quant_scheme_label(asked),
+                           profile_name(profile));
+    return fmt::format("the CUDA backend does not run {} experts yet ({} stores them)", quant_scheme_label(stored), archive.path());
 }
 
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {

@@ -126,8 +126,8 @@ std::string default_device(const ModelSpec& spec, std::string* why);
 // "" when it can.
 std::string cuda_unsupported_reason(const ModelSpec& spec);
 std::string host_unsupported_reason(const ModelSpec& spec);
-// Why `device` ("host", "cuda", "cuda:N") cannot run the archive's quantized weights or the
-// quantized profile in this build (only the CPU reference computes INT8/INT4 yet), or "" when it can.
+// Why `device` ("cpu", "host", "cuda", "cuda:N") cannot run the archive's quantized weights or the
+// quantized profile in this build (CUDA: not quantized experts yet), or "" when it can.
 std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile);
 
 }  // namespace tt

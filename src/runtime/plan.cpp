@@ -629,9 +629,11 @@ Plan make_plan(const PlanInput& in) {
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
+    // note: the CPU layers' rate (bw.cpu_gemv_gbs) is measured on float weights, and the CPU
+    // layers beside the GPU are not built for quantized ones; --device host runs those alone.
     const std::string host_limit =
         in.weights_quant != QuantScheme::none
-            ? fmt::format("the host decode path does not run {} weights yet", quant_scheme_label(in.weights_quant))
+            ? fmt::format("layers on the CPU beside the GPU compute float weights only, not {} ones", quant_scheme_label(in.weights_quant))
             : host_unsupported_reason(s);
     const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));

@@ -80,8 +80,8 @@ struct PlanInput {
     // embeddings the INT8 copy of the head the backend makes at load (0: none).
     uint64_t dequant_scratch = 0;
     uint64_t quant_head_copy = 0;
-    // The scheme the body's weights run in (stored, or the profile's at load): the host decode path
-    // runs float weights only, so quantized ones keep every layer on the GPU.
+    // The scheme the body's weights run in (stored, or the profile's at load): layers on the CPU
+    // beside the GPU run float weights only, so quantized ones keep every layer on the GPU.
     QuantScheme weights_quant = QuantScheme::none;
     Bandwidths bw;
 };

@@ -448,8 +448,8 @@ TEST(Plan, CpuLayersForcedAndRefused) {
     slow.cpu_layers = -1;
     slow.bw.cpu_gemv_gbs = slow.bw.host_read_gbs = slow.bw.h2d_pinned_gbs / 10;
     EXPECT_EQ(make_plan(slow).n_cpu_layers, 0);
-    // Quantized weights: the host decode path runs float weights only, so the plan that chose one
-    // CPU layer above streams every layer instead, and asking for CPU layers names why not.
+    // Quantized weights: layers on the CPU beside the GPU run float weights only, so the plan that
+    // chose one CPU layer above streams every layer instead, and asking for CPU layers names why not.
     PlanInput q = small_input();
     q.vram_budget = k_fixed + 5 * MiB;
     q.cpu_layers = -1;
@@ -464,7 +464,7 @@ TEST(Plan, CpuLayersForcedAndRefused) {
         FAIL() << "expected an error";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("--cpu-layers 1: at most 0 layers"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("does not run INT4 weights"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("compute float weights only, not INT4 ones"), std::string::npos) << e.what();
     }
 }
 

@@ -415,9 +415,9 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
 
     upload(a, w, opt);
     if (plan_.n_cpu_layers > 0 && archive_quant_scheme(a) != QuantScheme::none)
-        fail("{}: the plan computes {} layers on the CPU, but the host decode path does not run {} weights yet; give the GPU "
-             "more memory (--vram-budget), stream instead (--cpu-layers 0), or use --device cpu", a.path(), plan_.n_cpu_layers,
-             quant_scheme_label(archive_quant_scheme(a)));
+        fail("{}: the plan computes {} layers on the CPU, but layers on the CPU beside the GPU compute float weights only, not "
+             "{} ones; give the GPU more memory (--vram-budget), stream instead (--cpu-layers 0), or use --device host",
+             a.path(), plan_.n_cpu_layers, quant_scheme_label(archive_quant_scheme(a)));
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     // PDL needs sm_90. Streamed weights change under the kernels (the ring's copies are ordered by
     // events, not by the kernels' own waits), so a streaming plan keeps plain launches.

@@ -3,6 +3,7 @@
 #include "backends/host/gemv_kernels.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/quant.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -95,11 +96,41 @@ void rows_any(const void* w, DType dt, int64_t cols, int64_t stride, const float
     case Isa::avx512: detail::rows_avx512(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
     }
 }
+
+// Quantized rows, scalar: the sums of gemv_rows.h's qrows in column order.
+void qrows_scalar(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
+                  int64_t r0, int64_t r1, bool accumulate) {
+    const uint64_t row_bytes = int4 ? uint64_t(cols / 2) : uint64_t(cols);
+    const int64_t row_scales = int4 ? cols / group : 1;
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* p = q + uint64_t(r) * row_bytes;
+        const float* s = scales + r * row_scales;
+        float v = 0;
+        if (int4) {
+            for (int64_t g = 0; g < row_scales; ++g) {
+                float a = 0;
+                for (int64_t c = g * group; c < (g + 1) * group; ++c) a += float(int((p[c / 2] >> (4 * (c & 1))) & 15) - 8) * x[c];
+                v += a * s[g];
+            }
+        } else {
+            for (int64_t c = 0; c < cols; ++c) v += float(int8_t(p[c])) * x[c];
+            v *= s[0];
+        }
+        y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v;
+    }
+}
 }  // namespace
 
 void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate, Isa isa) {
     TT_ASSERT(w.shape.size() == 2);
-    rows_any(w.data, w.dtype, w.shape[1], w.shape[1], x, y + r0, r0, r1, accumulate, isa);
+    if (w.quant == QuantScheme::none) return rows_any(w.data, w.dtype, w.shape[1], w.shape[1], x, y + r0, r0, r1, accumulate, isa);
+    TT_ASSERT(isa_supported(isa) && w.scales, "host kernels on {} rows", quant_scheme_label(w.quant));
+    const auto* q = static_cast<const uint8_t*>(w.data);
+    const bool int4 = w.quant == QuantScheme::int4;
+    // note: AVX-512 CPUs run the AVX2 kernel (gemv_kernels.h).
+    if (isa != Isa::scalar && isa_supported(Isa::avx2))
+        return detail::qrows_avx2(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
+    qrows_scalar(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
 }
 
 void dot_rows(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* x, float* y, Isa isa) {

@@ -2,7 +2,7 @@
 // that do not fit VRAM). Unlike the readable reference (src/backends/cpu/), this one is built to
 // read bf16/f16/f32 weights once at the host's memory bandwidth: AVX-512 or AVX2+FMA+F16C kernels
 // chosen at run time, four rows per pass so each x vector is loaded once for four dot products,
-// rows split over the thread pool. The reference (cpu::linear) is the oracle it is tested against
+// rows split over the thread pool. INT8/INT4 weights (core/quant.h) take AVX2 kernels of their own. The reference (cpu::linear) is the oracle it is tested against
 // (tests/unit/test_host_gemv.cpp).
 #pragma once
 
@@ -19,8 +19,9 @@ Isa best_isa();
 // Whether this CPU can run `isa`.
 bool isa_supported(Isa isa);
 
-// y[r] (+)= sum_c W[r, c] * x[c] for every row of W ([rows, cols], f32/f16/bf16), x f32 [cols],
-// y f32 [rows]; accumulate adds to y (the residual add). Parallel over rows; f32 accumulation.
+// y[r] (+)= sum_c W[r, c] * x[c] for every row of W ([rows, cols], f32/f16/bf16, or INT8/INT4 with
+// their scales, core/quant.h), x f32 [cols], y f32 [rows]; accumulate adds to y (the residual add).
+// Parallel over rows; f32 accumulation.
 void gemv(ThreadPool& pool, const TensorView& w, const float* x, float* y, bool accumulate, Isa isa = best_isa());
 
 // The rows [r0, r1) of the same product on the calling thread (the kernel each worker runs).

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 namespace tt::host::detail {
 
 namespace {
@@ -20,6 +22,19 @@ struct Avx2 {
         if constexpr (D == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(p));
         else if constexpr (D == DType::f16) return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
         else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))), 16));
+    }
+    static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+    // Eight INT8 weights widened to f32.
+    static __m256 load_q8(const uint8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
+    // Eight INT4 weights (four bytes, low nibble first) as f32 q = code - 8: the word in every
+    // lane, shifted by 4 * lane.
+    static __m256 load_q4(const uint8_t* p) {
+        int32_t w;
+        std::memcpy(&w, p, 4);
+        const __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
     }
     static float hsum(__m256 v) {
         const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -52,6 +67,11 @@ uint64_t sum_blocks_avx2(const uint8_t* p, size_t n_blocks) {
 void rows_avx2(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
                bool accumulate) {
     rows_for<Avx2>(w, dt, cols, stride, x, y, r0, r1, accumulate);
+}
+
+void qrows_avx2(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
+                int64_t r0, int64_t r1, bool accumulate) {
+    qrows<Avx2>(q, scales, int4, group, cols, x, y, r0, r1, accumulate);
 }
 
 void weighted_sum_avx2(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {

@@ -117,6 +117,67 @@ void rows_for(const void* w, DType dt, int64_t cols, int64_t stride, const float
     }
 }
 
+// Quantized rows (core/quant.h): q holds rows of cols INT8 values (a scale per row) or INT4 codes
+// (two per byte, column 2j in byte j's low nibble; a scale per group of `group` columns). V adds
+// load_q8(p) (width INT8 weights widened to f32), load_q4(p) (width INT4 weights from width / 2
+// bytes, q = code - 8) and add. The sums are the CUDA GEMV's: INT8 sum(q x) scaled once per row,
+// INT4 each group's sum scaled; the reference's sum((q * scale) x) differs by rounding only.
+// R rows of the product (R independent FMA chains; the float kernel's four rows per pass too).
+template <typename V, int R>
+void qrows_pass(const uint8_t* const (&p)[R], const float* const (&s)[R], bool int4, int64_t group, int64_t cols, const float* x,
+                float (&out)[R]) {
+    constexpr int64_t width = V::width;
+    decltype(V::zero()) acc[R];
+    for (int i = 0; i < R; ++i) acc[i] = V::zero();
+    if (int4) {  // cols % group == 0 and group % width == 0 (groups of 32, 64 or 128)
+        for (int64_t g = 0; g < cols / group; ++g) {
+            decltype(V::zero()) ga[R];
+            for (int i = 0; i < R; ++i) ga[i] = V::zero();
+            for (int64_t c = g * group; c < (g + 1) * group; c += width) {
+                const auto xv = V::loadx(x + c);
+                for (int i = 0; i < R; ++i) ga[i] = V::fma(V::load_q4(p[i] + c / 2), xv, ga[i]);
+            }
+            for (int i = 0; i < R; ++i) acc[i] = V::fma(ga[i], V::set1(s[i][g]), acc[i]);
+        }
+        for (int i = 0; i < R; ++i) out[i] = V::hsum(acc[i]);
+        return;
+    }
+    const int64_t full = cols / width * width;
+    for (int64_t c = 0; c < full; c += width) {
+        const auto xv = V::loadx(x + c);
+        for (int i = 0; i < R; ++i) acc[i] = V::fma(V::load_q8(p[i] + c), xv, acc[i]);
+    }
+    for (int i = 0; i < R; ++i) {
+        float t = V::hsum(acc[i]);
+        for (int64_t c = full; c < cols; ++c) t += float(int8_t(p[i][c])) * x[c];
+        out[i] = t * s[i][0];
+    }
+}
+
+template <typename V>
+void qrows(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y, int64_t r0,
+           int64_t r1, bool accumulate) {
+    const uint64_t row_bytes = int4 ? uint64_t(cols / 2) : uint64_t(cols);
+    const int64_t row_scales = int4 ? cols / group : 1;
+    auto store = [&](int64_t r, float v) { y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v; };
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const uint8_t* p[4];
+        const float* s[4];
+        for (int i = 0; i < 4; ++i) p[i] = q + uint64_t(r + i) * row_bytes, s[i] = scales + (r + i) * row_scales;
+        float out[4];
+        qrows_pass<V, 4>(p, s, int4, group, cols, x, out);
+        for (int i = 0; i < 4; ++i) store(r + i, out[i]);
+    }
+    for (; r < r1; ++r) {
+        const uint8_t* p[1] = {q + uint64_t(r) * row_bytes};
+        const float* s[1] = {scales + r * row_scales};
+        float out[1];
+        qrows_pass<V, 1>(p, s, int4, group, cols, x, out);
+        store(r, out[0]);
+    }
+}
+
 template <typename V>
 void weighted_sum_for(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {
     switch (dt) {

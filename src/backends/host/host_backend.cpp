@@ -5,7 +5,9 @@
 #include "backends/host/host_layers.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/weight_quant.h"
 #include "model/weights.h"
+#include "runtime/profile.h"
 #include "runtime/device_buffers.h"
 
 #include <fmt/format.h>
@@ -33,6 +35,10 @@ class HostBackend final : public Backend {
 public:
     HostBackend(const Archive& a, const BackendOptions& opt, int64_t min_parallel)
         : spec_(spec_from_json(a.metadata()["spec"])), w_(bind_weights(a, spec_)), pool_(opt.n_threads),
+          // A quantized profile: the body's projections in INT8/INT4, as on the CPU reference
+          // (model/weight_quant.h), before the layers take their weights.
+          quant_(quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
+                                  profile_name(opt.profile), w_, pool_)),
           n_ctx_(context_of(spec_, opt)),
           layers_(spec_, w_, every_layer(spec_), n_ctx_, kv_cache_dtype(w_.token_embd->dtype), pool_) {
         layers_.set_min_parallel(min_parallel);
@@ -88,6 +94,7 @@ private:
     ModelSpec spec_;
     ModelWeights w_;
     ThreadPool pool_;
+    QuantizedWeights quant_;  // load-time quantized copies that w_ points into (quantized profiles)
     int n_ctx_ = 0;
     host::HostLayers layers_;
     float embed_scale_ = 1.0f;
