@@ -11,13 +11,12 @@
 // A CUDA-core GEMV that widened 16-byte pieces in registers (a byte permute, a subtraction and an
 // FMA per weight) ran INT4 at 0.45-0.6 TB/s and INT8 at 1.2-1.8 TB/s on the H200: three
 // instructions per weight take nearly every issue slot at INT4's 8.4e12 weights/s. The
-// tensor-core GEMV replaced it (docs/BENCHMARKS.md, "Quantized decode GEMVs").
+// tensor-core GEMV replaced it (bench/results/2026-12-02-h200-quant/README.md has the A/B).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/gemv.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
-
 
 namespace tt::cuda {
 
