@@ -54,12 +54,7 @@ source "$repo/bench/lib/steps.sh"
 
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
-  {
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    grep -m1 'model name' /proc/cpuinfo; nproc
-    python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  } >>"$log" 2>&1
+  run_header
   run_step "llama.cpp build (background, nice 15)" nice -n 15 bash "$carry/anchors/build_llama.sh" "$carry/anchors/llama.cpp-src.tar.xz" "$lldir" --background
   run_step "checkpoint: random $model (transformers init, bf16) and its $ref_len-token reference logits" \
     timeout "$(cap 240)" python3 bench/hf_random_model.py "$model" "$ck" "$res/hf-ckpt.json" --ref-len "$ref_len" --no-speed

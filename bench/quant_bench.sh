@@ -39,11 +39,7 @@ source "$repo/bench/lib/steps.sh"
 
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
-  {
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    grep -m1 'model name' /proc/cpuinfo; nproc
-  } >>"$log" 2>&1
+  run_header
   [ "${LLAMA:-1}" = 0 ] && say "LLAMA=0: llama.cpp is not built, converted or measured in this run"
   [ "${LLAMA:-1}" = 0 ] || run_step "llama.cpp build (background, nice 15)" nice -n 15 bash "$carry/anchors/build_llama.sh" "$carry/anchors/llama.cpp-src.tar.xz" "$lldir" --background
   run_step "checkpoint: random llama3-8b (transformers init, bf16) and its 512-token reference logits" \

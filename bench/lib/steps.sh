@@ -8,6 +8,16 @@ say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee 
 cap() { local l=$(( $(left) - 20 )); l=$(( l < 5 ? 5 : l )); echo $(( $1 < l ? $1 : l )); }
 # enough N WHAT: true when at least N seconds are left; otherwise logs the skip.
 enough() { if [ "$(left)" -ge "$1" ]; then return 0; fi; say "SKIPPED $2: $(left) s left before the deadline, it needs ~$1 s"; return 1; }
+# run_header: the run's first lines in the log: date and commit, the GPU, the CPU, the reference's
+# versions (the caller's $repo is the checkout).
+run_header() {
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    grep -m1 'model name' /proc/cpuinfo; nproc
+    python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+  } >>"$log" 2>&1
+}
 # run_step NAME CMD...: runs, logs exit status and duration; output goes to the log.
 run_step() {
   local name=$1; shift

@@ -176,8 +176,7 @@ int run(Opts o) {
     // A quantized profile reads its matrices quantized (model/weight_quant.h): counted as such,
     // also where the archive stores them in float and the backend quantized them at load.
     const QuantScheme body = profile_weight_scheme(parse_profile(o.model.profile));
-    std::map<std::string, Role, std::less<>> roles;
-    for (const TensorPlan& p : plan_tensors(s)) roles.emplace(p.name, p.role);
+    const auto roles = tensor_roles(s);
     for (const auto& t : m.archive->tensors()) {
         const auto role = roles.find(t.view.name);
         const uint64_t nb = role == roles.end() ? t.view.nbytes : run_nbytes(t.view, role->second, body, k_int4_default_group);

@@ -21,8 +21,7 @@ void quantize_archive(const Archive& src, QuantScheme body, int32_t group_size, 
     TT_ASSERT(body != QuantScheme::none);
     const auto t0 = std::chrono::steady_clock::now();
     const ModelSpec spec = spec_from_json(src.metadata()["spec"]);
-    std::map<std::string, Role, std::less<>> roles;
-    for (const TensorPlan& p : plan_tensors(spec)) roles[p.name] = p.role;
+    const auto roles = tensor_roles(spec);
     auto scheme_of = [&](const ArchiveTensor& t) {
         const auto it = roles.find(t.view.name);
         return it == roles.end() ? QuantScheme::none : role_quant_scheme(it->second, body);

@@ -175,6 +175,15 @@ std::string_view hf_skipped_part(std::string_view name) {
 std::string tensor_name(Role role, int layer, int expert) { return fill(row(role).internal, layer, expert); }
 std::string expert_block_name(int layer, int expert) { return fmt::format("layer.{}.expert.{}", layer, expert); }
 
+std::map<std::string, Role, std::less<>> tensor_roles(const ModelSpec& spec) {
+    std::map<std::string, Role, std::less<>> roles;
+    for (const TensorPlan& p : plan_tensors(spec)) {
+        const bool added = roles.emplace(p.name, p.role).second;
+        TT_ASSERT(added, "plan_tensors names '{}' twice", p.name);
+    }
+    return roles;
+}
+
 std::vector<TensorPlan> plan_tensors(const ModelSpec& s) {
     const int64_t h = s.hidden_dim, v = s.vocab_size;
     std::vector<TensorPlan> out;

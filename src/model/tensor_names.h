@@ -6,6 +6,7 @@
 #include "format/tensor.h"
 #include "model/model_spec.h"
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +123,9 @@ std::string_view hf_skipped_part(std::string_view hf_name);
 // Every tensor the spec implies, in archive order (embed, then per layer its block and, for a
 // mixture-of-experts layer, one block per expert, then output).
 std::vector<TensorPlan> plan_tensors(const ModelSpec& spec);
+// The role of each tensor plan_tensors(spec) names, by archive name (what role-dependent rules,
+// such as which matrices a quantized profile quantizes, look archive tensors up in).
+std::map<std::string, Role, std::less<>> tensor_roles(const ModelSpec& spec);
 
 }  // namespace tt
 

@@ -45,34 +45,6 @@ const char* placement_name(Placement p) {
     return "?";
 }
 
-void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile) {
-    const QuantScheme body = profile_weight_scheme(profile);
-    if (body == QuantScheme::none) return;
-    const ModelSpec& spec = in.spec;
-    in.dequant_scratch = k_dequant_scratch;
-    in.weights_quant = archive_quant_scheme(a) != QuantScheme::none ? archive_quant_scheme(a) : body;
-    if (spec.tied_embeddings) in.quant_head_copy = uint64_t(spec.vocab_size) * (uint64_t(spec.hidden_dim) + 4);
-    if (archive_quant_scheme(a) != QuantScheme::none) return;  // stored as the profile runs it (or refused at load)
-    // A float archive the backend quantizes at load: each block shrinks to its tensors' quantized
-    // bytes (values and scales, each 4 KiB aligned as the archive writer lays them out).
-    std::map<std::string, Role, std::less<>> roles;
-    for (const TensorPlan& p : plan_tensors(spec)) roles[p.name] = p.role;
-    std::map<std::string, uint64_t, std::less<>> shrink;
-    for (const auto& t : a.tensors()) {
-        const auto it = roles.find(t.view.name);
-        if (it == roles.end() || role_quant_scheme(it->second, body) == QuantScheme::none) continue;
-        const uint64_t q = run_nbytes(t.view, it->second, body, k_int4_default_group);
-        const uint64_t scales = uint64_t(t.view.shape[0]) * 4 * uint64_t(quant_row_scales(role_quant_scheme(it->second, body),
-                                                                                           t.view.shape[1], k_int4_default_group));
-        const uint64_t stored = (t.view.nbytes + 4095) / 4096 * 4096, run = (q - scales + 4095) / 4096 * 4096 + (scales + 4095) / 4096 * 4096;
-        shrink[t.block] += stored > run ? stored - run : 0;
-        for (auto& b : in.blocks)
-            if (b.name == t.block) b.decode_read -= std::min(b.decode_read, t.view.nbytes - q);
-    }
-    for (auto& b : in.blocks)
-        if (auto it = shrink.find(b.name); it != shrink.end()) b.bytes -= std::min(b.bytes, it->second);
-}
-
 namespace {
 
 uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
@@ -183,6 +155,43 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec) {
     for (auto& b : in.blocks)
         if (b.expert >= 0) b.decode_read = b.decode_read * uint64_t(spec.moe.top_k) / uint64_t(spec.moe.n_experts);
     return in;
+}
+
+void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile) {
+    const QuantScheme body = profile_weight_scheme(profile);
+    if (body == QuantScheme::none) return;
+    const ModelSpec& spec = in.spec;
+    if (spec.tied_embeddings) in.quant_head_copy = uint64_t(spec.vocab_size) * (uint64_t(spec.hidden_dim) + 4);
+    // A stored quantized archive: plan_input_from_archive counted its bytes, scratch and scheme
+    // (a profile of the other scheme is refused at load).
+    if (in.weights_quant != QuantScheme::none) return;
+    in.dequant_scratch = k_dequant_scratch;
+    in.weights_quant = body;
+    // A float archive the backend quantizes at load: each block shrinks to its tensors' quantized
+    // bytes (values and scales, each 4 KiB aligned as the archive writer lays them out), and its
+    // decode reads to their unaligned sum.
+    struct Shrink {
+        uint64_t bytes = 0, decode_read = 0;
+    };
+    std::map<std::string, Shrink, std::less<>> shrink;  // by block
+    const auto roles = tensor_roles(spec);
+    for (const auto& t : a.tensors()) {
+        const auto it = roles.find(t.view.name);
+        const QuantScheme q = it == roles.end() ? QuantScheme::none : role_quant_scheme(it->second, body);
+        if (q == QuantScheme::none) continue;
+        const uint64_t rows = uint64_t(t.view.shape[0]), cols = uint64_t(t.view.shape[1]);
+        const uint64_t values = rows * quant_row_bytes(q, int64_t(cols));
+        const uint64_t scales = rows * 4 * uint64_t(quant_row_scales(q, int64_t(cols), k_int4_default_group));
+        const uint64_t stored = round_up(t.view.nbytes, 4096), run = round_up(values, 4096) + round_up(scales, 4096);
+        Shrink& sh = shrink[t.block];
+        sh.bytes += stored > run ? stored - run : 0;
+        sh.decode_read += t.view.nbytes > values + scales ? t.view.nbytes - (values + scales) : 0;
+    }
+    for (auto& b : in.blocks)
+        if (auto it = shrink.find(b.name); it != shrink.end()) {
+            b.bytes -= std::min(b.bytes, it->second.bytes);
+            b.decode_read -= std::min(b.decode_read, it->second.decode_read);
+        }
 }
 
 namespace {

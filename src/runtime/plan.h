@@ -219,9 +219,9 @@ Plan make_plan(const PlanInput& in);
 // The archive's blocks with their decode read sizes, the spec and dtypes; the caller fills in the
 // context, budgets, device memory and bandwidths.
 PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
-// A quantized profile (runtime/profile.h) on `in`, made from archive `a`: the dequantization
-// scratch, a tied head's INT8 copy, and when `a` stores float weights that the backend quantizes
-// at load, each block's bytes and decode reads as quantized (model/weight_quant.h's run_nbytes).
+// A quantized profile (runtime/profile.h) on `in`, made from archive `a` by plan_input_from_archive:
+// a tied head's INT8 copy, and when `a` stores float weights that the backend quantizes at load,
+// the dequantization scratch, the scheme, and each block's bytes and decode reads as quantized.
 void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile);
 
 // The fixed working set's VRAM lines (KV cache, prefill workspace, decode activations, cuBLAS

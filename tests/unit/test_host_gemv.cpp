@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
+#include "model/weight_quant.h"
 
 #include <gtest/gtest.h>
 
@@ -106,11 +107,9 @@ TEST(HostGemv, QuantizedRowsMatchTheReference) {
                 for (auto& v : wf) v = d(rng);
                 for (auto& v : x) v = d(rng);
                 for (auto& v : y0) v = d(rng);
-                const QuantizedMatrix m = quantize_matrix(pool, wf.data(), DType::f32, rows, cols, scheme, group, "test");
-                TensorView w{"test", scheme == QuantScheme::int8 ? DType::i8 : DType::u8, Shape{rows, cols}, m.q.data(), m.q.size()};
-                w.quant = scheme;
-                w.group_size = scheme == QuantScheme::int4 ? group : 0;
-                w.scales = m.scales.data();
+                QuantizedWeights owned;
+                const TensorView& w = *owned.add("test", Shape{rows, cols}, scheme, group,
+                                                 quantize_matrix(pool, wf.data(), DType::f32, rows, cols, scheme, group, "test"));
                 std::vector<float> want(static_cast<size_t>(rows)), got = y0;
                 cpu::linear(pool, x.data(), 1, w, nullptr, want.data());
                 host::gemv(pool, w, x.data(), got.data(), accumulate, isa);

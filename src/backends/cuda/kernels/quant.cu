@@ -136,9 +136,6 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // per pair); lane (g, t) reads rows g and g + 8, bytes [64 s + 16 t, + 16) at step s; the warps
 // split the steps and add up through shared memory. The first loads are issued before pdl_wait().
 constexpr int k_mwarps = 8;   // warps per block
-// Steps (two 16-byte loads per lane) per batch, two batches in flight: a template parameter MS.
-// Measured on the H200 (docs/BENCHMARKS.md): INT8 runs best with 3 (its widening is light), INT4
-// with 2 (3 costs it registers and speed); TT_QUANT_MMA_STEPS=2|3 forces one for an A/B.
 constexpr int k_step_bytes = 64;  // bytes of each row per step: four lanes of 16
 
 // INT4 word (8 nibbles, columns 8i .. 8i + 7) -> four f16 pairs of q = nibble - 8:
@@ -465,7 +462,10 @@ void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, 
     launch(kernel, grid, k_mwarps * 32, smem, s, std::forward<Args>(args)...);
 }
 
-// The A/B knob TT_QUANT_MMA_STEPS (above).
+// Steps (two 16-byte loads per lane) per batch of the tensor-core GEMV, its template parameter
+// MS; two batches are in flight. Measured on the H200 (bench/results/2026-12-02-h200-quant/):
+// INT8 runs best with 3 (its widening is light), INT4 with 2 (3 costs it registers and speed);
+// TT_QUANT_MMA_STEPS=2|3 forces one for an A/B.
 int quant_mma_steps(QuantScheme q) {
     static const int forced = env_int("TT_QUANT_MMA_STEPS", 0);
     if (forced == 2 || forced == 3) return forced;
