@@ -1,6 +1,7 @@
 // thintensor serve MODEL: an OpenAI-compatible HTTP server (docs/SERVER.md). The model is loaded
-// once; --parallel N sequence slots share its weights (the CPU backend batches their decode steps;
-// a backend with one sequence serves one request at a time while the others queue). Listens on
+// once; --parallel N sequence slots share its weights (the CPU and CUDA backends batch their decode
+// steps; a backend with one sequence, --device host, serves one request at a time while the others
+// queue). Listens on
 // loopback unless --host says otherwise. SIGINT / SIGTERM stop accepting, cancel what is running
 // and exit 0.
 #include "cli/command.h"
@@ -75,7 +76,7 @@ int serve(Opts o) {
     m.create_backend(margs, std::min(m.spec.max_context, k_default_context), o.parallel);
     Backend& backend = *m.backend;
     if (backend.max_sequences() < o.parallel)
-        fail("--parallel {}: the {} backend holds {} sequence{} at a time (only the CPU backend, --device cpu, holds several); "
+        fail("--parallel {}: the {} backend holds {} sequence{} at a time (--device cpu and --device cuda hold several); "
              "use --parallel {} (further requests then queue)",
              o.parallel, backend.describe(), backend.max_sequences(), backend.max_sequences() == 1 ? "" : "s", backend.max_sequences());
 
@@ -151,7 +152,7 @@ static tt::cli::Registration reg("serve", "Serve a model over an OpenAI-compatib
     sub.add_option("--host", o->host, "Address to listen on (default: loopback only; 0.0.0.0 = every interface)")->capture_default_str();
     sub.add_option("--port", o->port, "TCP port, 0 = any free one (the log says which)")->check(CLI::Range(0, 65535))->capture_default_str();
     sub.add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (default: $THINTENSOR_API_KEY; none: no key)");
-    sub.add_option("--parallel", o->parallel, "Sequence slots: requests generated at once, each with its own KV cache (CPU backend)")
+    sub.add_option("--parallel", o->parallel, "Sequence slots: requests generated at once, each with its own KV cache")
         ->check(CLI::Range(1, 256))->capture_default_str();
     sub.add_option("--queue", o->queue, "Requests that may wait for a slot; more are answered 429")
         ->check(CLI::Range(0, 4096))->capture_default_str();

@@ -52,7 +52,7 @@ std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
 
-std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context) {
+std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences) {
     // The backend's own buffers, from the lists it allocates from, then what cuBLAS, the graph and
     // the allocator take beside them.
     const int chunk = prefill_chunk_tokens(context);
@@ -61,13 +61,16 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
     // layer's cache and keep nothing.
     int n_kv = 0, n_state = 0, n_shared = 0;
     for (int il = 0; il < s.n_layers; ++il) (s.has_kv(il) ? n_kv : s.is_delta_net(il) ? n_state : n_shared)++;
-    const uint64_t kv = kv_cache_bytes(s, context, weights);
-    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{}{})", context,
+    const uint64_t slots = uint64_t(std::max(1, n_sequences));
+    const uint64_t kv = kv_cache_bytes(s, context, weights) * slots;
+    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{}{}{})", context,
+                                               slots > 1 ? fmt::format(" x {} sequence slots", slots) : "",
                                                n_state ? fmt::format(", {} attention layers", n_kv) : "",
                                                n_shared ? fmt::format(", {} layers, {} sharing another's", n_kv, n_shared) : ""),
                                    kv}};
     if (n_state)
-        lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state), uint64_t(n_state) * s.delta_net.state_bytes()});
+        lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state),
+                         uint64_t(n_state) * s.delta_net.state_bytes() * slots});
     lines.insert(lines.end(), {
         {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1))},
         {"decode activations", total_bytes(decode_buffers(s, k_max_decode_splits))},
@@ -372,7 +375,7 @@ Plan make_plan(const PlanInput& in) {
 
     // ---- the fixed working set ----
     p.prefill_chunk = prefill_chunk_tokens(in.context);
-    std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context);
+    std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context, in.n_sequences);
     // note: budgets are what nvidia-smi shows for the process; an automatic one (the VRAM free once
     // this process's context exists) is conservative by this line.
     fixed_lines.push_back({"CUDA context and kernel images (counted by nvidia-smi)", k_cuda_context});

@@ -67,7 +67,8 @@ struct PlanInput {
     std::vector<PlanBlock> blocks;  // archive order: embed, [per_layer_embd, per_layer,] layer.0..N-1, output
     ModelSpec spec;
     DType weights = DType::bf16;    // the weights' dtype (the KV cache's follows: kv_cache_dtype)
-    int context = 0;                // KV-cache positions
+    int context = 0;                // KV-cache positions (of each sequence slot)
+    int n_sequences = 1;            // sequence slots, each its own KV cache (serve --parallel)
     uint64_t vram_budget = 0;       // requested; 0 = free VRAM minus the margin
     uint64_t device_total = 0;      // the GPU's memory
     uint64_t device_free = 0;       // free now
@@ -225,8 +226,9 @@ PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);
 void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile);
 
 // The fixed working set's VRAM lines (KV cache, prefill workspace, decode activations, cuBLAS
-// workspace, allocator slack) for `context` positions: sums of the backend's buffer lists.
-std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context);
+// workspace, allocator slack) for `context` positions, in each of n_sequences slots (the KV cache
+// and recurrent state per slot, the rest once): sums of the backend's buffer lists.
+std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences = 1);
 // Multiply-adds ×2 of a prefill of n tokens from an empty cache, logits of the last token only.
 double prefill_flops(const ModelSpec& s, int n);
 

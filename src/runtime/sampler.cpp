@@ -82,6 +82,10 @@ std::vector<std::pair<int32_t, float>> Sampler::candidates(const std::vector<flo
 
 int32_t Sampler::sample(std::span<const float> logits_in, std::span<const int32_t> history) {
     TT_ASSERT(!logits_in.empty());
+    // Greedy without penalties: the argmax of the logits as given (no copy of a 128K-entry row per
+    // token, which a server step pays for every sequence).
+    if (cfg_.temperature <= 0 && cfg_.repeat_penalty == 1.0f && cfg_.presence_penalty == 0 && cfg_.frequency_penalty == 0)
+        return int32_t(std::max_element(logits_in.begin(), logits_in.end()) - logits_in.begin());
     std::vector<float> logits(logits_in.begin(), logits_in.end());
     penalize(logits, history, cfg_.repeat_penalty);
     penalize_additive(logits, history, cfg_.presence_penalty, cfg_.frequency_penalty);

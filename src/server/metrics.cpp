@@ -49,10 +49,12 @@ void Metrics::token_latency(double s) {
     token_latency_.observe(s);
 }
 
-void Metrics::batch(int n) {
+void Metrics::batch(int n, double step_s, double tokens_s) {
     std::lock_guard lock(mu_);
     ++decode_steps_;
     decode_rows_ += uint64_t(n);
+    decode_s_ += step_s;
+    tokens_s_ += tokens_s;
 }
 
 void Metrics::cancelled() {
@@ -77,6 +79,11 @@ std::string Metrics::render(const SchedulerGauges& g) const {
     counter("thintensor_generated_tokens_total", "Tokens generated", generated_);
     counter("thintensor_decode_steps_total", "Batched decode steps", decode_steps_);
     counter("thintensor_decode_rows_total", "Sequences advanced by the decode steps (rows / steps = mean batch)", decode_rows_);
+    out += fmt::format("# HELP thintensor_decode_step_seconds_total Time in the backend's decode steps\n"
+                       "# TYPE thintensor_decode_step_seconds_total counter\nthintensor_decode_step_seconds_total {}\n"
+                       "# HELP thintensor_token_handling_seconds_total Time choosing and streaming the decode steps' tokens\n"
+                       "# TYPE thintensor_token_handling_seconds_total counter\nthintensor_token_handling_seconds_total {}\n",
+                       decode_s_, tokens_s_);
     counter("thintensor_requests_cancelled_total", "Generations cancelled: the client went away, or the server stopped", cancelled_);
     out += ttft_.render("thintensor_time_to_first_token_seconds", "From a request's arrival to its first token");
     out += token_latency_.render("thintensor_token_latency_seconds", "Between two generated tokens of one request");

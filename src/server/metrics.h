@@ -44,7 +44,9 @@ public:
     void generated_token();
     void time_to_first_token(double seconds);
     void token_latency(double seconds);       // between two tokens of one request
-    void batch(int n);                        // one decode step over n sequences
+    // One decode step over n sequences: the backend's call took step_s, choosing and handing out the
+    // n tokens (sampling, detokenizing, the streams' events) tokens_s.
+    void batch(int n, double step_s = 0, double tokens_s = 0);
     void cancelled();                         // a job ended because its client went away or the server stopped
     std::string render(const SchedulerGauges& g) const;
 
@@ -52,6 +54,7 @@ private:
     mutable std::mutex mu_;
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     uint64_t prompt_fed_ = 0, prompt_reused_ = 0, generated_ = 0, decode_steps_ = 0, decode_rows_ = 0, cancelled_ = 0;
+    double decode_s_ = 0, tokens_s_ = 0;
     Histogram ttft_, token_latency_;
 };
 

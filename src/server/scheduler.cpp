@@ -73,6 +73,10 @@ Scheduler::Scheduler(Backend& backend, const Tokenizer* tokenizer, int slots, in
     : backend_(backend), tokenizer_(tokenizer), metrics_(metrics), max_queue_(max_queue),
       context_size_(backend.context_size()), slots_(size_t(slots)) {
     TT_ASSERT(slots >= 1 && slots <= backend.max_sequences());
+    // Up to 8 threads, half the cores at most (the others serve HTTP; a CPU backend's own pool
+    // waits while this one runs); one on a small machine: then the rows are chosen in turn.
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    pool_ = std::make_unique<ThreadPool>(slots >= 4 ? std::clamp(cores / 2, 1, 8) : 1);
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -212,24 +216,40 @@ void Scheduler::decode_step() {
         }
     if (seqs.empty()) return;
     try {
+        const auto t0 = Clock::now();
         const auto logits = backend_.decode_batch(seqs, tokens);
-        metrics_.batch(int(seqs.size()));
+        const auto t1 = Clock::now();
         const size_t vocab = logits.size() / seqs.size();
+        std::vector<Choice> chosen(seqs.size());
+        const auto choose_rows = [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i) chosen[i] = choose(seqs[i], logits.subspan(i * vocab, vocab));
+        };
+        if (seqs.size() >= 4 && pool_->size() > 1) pool_->parallel_for(seqs.size(), choose_rows);
+        else choose_rows(0, seqs.size());
         for (size_t i = 0; i < seqs.size(); ++i) {
             slots_[size_t(seqs[i])].cached.push_back(tokens[i]);
-            take_token(seqs[i], logits.subspan(i * vocab, vocab));
+            take_token(seqs[i], chosen[i]);
         }
+        metrics_.batch(int(seqs.size()), seconds(t1 - t0), seconds(Clock::now() - t1));
     } catch (const std::exception& e) {
         for (int s : seqs) end_slot(s, e.what());
     }
 }
 
-void Scheduler::take_token(int s, std::span<const float> logits) {
+Scheduler::Choice Scheduler::choose(int s, std::span<const float> logits) {
+    Slot& sl = slots_[size_t(s)];
+    Choice c;
+    c.id = sl.sampler->sample(logits, sl.generation->history());
+    if (sl.job->top_logprobs >= 0) c.logprob = logprobs_of(logits, c.id, sl.job->top_logprobs);
+    return c;
+}
+
+void Scheduler::take_token(int s, const Choice& c) {
     Slot& sl = slots_[size_t(s)];
     Job& j = *sl.job;
-    const int32_t next = sl.sampler->sample(logits, sl.generation->history());
+    const int32_t next = c.id;
     JobEvent ev;
-    if (j.top_logprobs >= 0) ev.logprob = logprobs_of(logits, next, j.top_logprobs);
+    ev.logprob = c.logprob;
     const auto now = Clock::now();
     if (sl.generation->tokens().empty()) metrics_.time_to_first_token(seconds(now - j.arrived_));
     else metrics_.token_latency(seconds(now - j.last_token_));

@@ -14,6 +14,7 @@
 // stopping) leaves its slot at the next step.
 #pragma once
 
+#include "core/thread_pool.h"
 #include "runtime/backend.h"
 #include "runtime/generate.h"
 #include "server/metrics.h"
@@ -114,8 +115,16 @@ private:
     void admit(std::unique_lock<std::mutex>& lock);
     void prefill_step(int s);
     void decode_step();
-    // Samples from row `logits` of slot s, hands the token to its Generation and the text to the job.
-    void take_token(int s, std::span<const float> logits);
+    // A slot's next token from its logits: chosen by its sampler (with the log-probabilities when
+    // asked), then handed to its generation and its stream. choose() touches only slot s, so a
+    // decode step chooses for all its rows at once, on pool_.
+    struct Choice {
+        int32_t id = 0;
+        std::optional<TokenLogprob> logprob;
+    };
+    Choice choose(int s, std::span<const float> logits);
+    void take_token(int s, const Choice& c);
+    void take_token(int s, std::span<const float> logits) { take_token(s, choose(s, logits)); }
     void end_slot(int s, const std::string& error = {});
 
     Backend& backend_;
@@ -124,6 +133,9 @@ private:
     const int max_queue_;
     const int context_size_;
     std::vector<Slot> slots_;
+    // Choosing a step's tokens: each row reads a whole vocabulary of logits (128K for Llama 3), which
+    // on one thread took longer than the GPU's batched step at 64 rows (docs/SERVER.md).
+    std::unique_ptr<ThreadPool> pool_;
     mutable std::mutex mu_;                 // guards queue_, stopping_ and the gauges below
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Job>> queue_;

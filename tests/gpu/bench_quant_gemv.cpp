@@ -3,7 +3,9 @@
 // enough copies of the weights (>= 512 MiB) that every launch reads them from HBM, as decode does
 // across 32 layers. GB/s counts the weight and scale bytes a launch reads.
 // Run alone with: .carry/bin/gpu_tests --gtest_filter='CudaKernelsBench.QuantGemv*'
-// (TT_QUANT_MMA_STEPS=2|3 forces the steps per batch, quant.cu).
+// (TT_QUANT_MMA_STEPS=2|3 forces the steps per batch, quant.cu). TT_GEMV_PROFILE=1 launches each
+// shape once, on one copy, with no warm-up: the launches bench/profile_quant_gemv.sh hands to ncu
+// (which flushes the caches before each, so they too read HBM).
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -48,10 +51,11 @@ TEST(CudaKernelsBench, QuantGemvSpeed) {
                             {"gate+up", 14336, 4096, true, true}, {"down", 4096, 14336, false, false},
                             {"head", 128256, 4096, false, true}};
     std::mt19937 rng(3);
+    const bool profile = std::getenv("TT_GEMV_PROFILE") != nullptr;
     for (const Shape& sh : shapes)
         for (QuantScheme q : {QuantScheme::none, QuantScheme::int8, QuantScheme::int4}) {
             const size_t bytes = weight_bytes(q, sh.rows, sh.cols) * (sh.gated ? 2 : 1);
-            const int copies = int(std::max<size_t>(1, (size_t(512) << 20) / bytes + 1));
+            const int copies = profile ? 1 : int(std::max<size_t>(1, (size_t(512) << 20) / bytes + 1));
             const size_t row_bytes = q == QuantScheme::none ? size_t(sh.cols) * 2 : quant_row_bytes(q, sh.cols);
             const size_t n_scales = size_t(sh.rows) * quant_row_scales(q == QuantScheme::none ? QuantScheme::int8 : q, sh.cols,
                                                                        k_int4_default_group);
@@ -89,8 +93,9 @@ TEST(CudaKernelsBench, QuantGemvSpeed) {
                 a.group_size = q == QuantScheme::int4 ? k_int4_default_group : 0;
                 cuda::gemv(a, nullptr);
             };
-            for (auto& w : ws) launch(w);  // warm-up: first-launch costs, the occupancy query
-            const int reps = std::max(40, 2 * copies);
+            if (!profile)
+                for (auto& w : ws) launch(w);  // warm-up: first-launch costs, the occupancy query
+            const int reps = profile ? 1 : std::max(40, 2 * copies);
             cudaEvent_t e0, e1;
             TT_CUDA_CHECK(cudaEventCreate(&e0));
             TT_CUDA_CHECK(cudaEventCreate(&e1));

@@ -47,6 +47,10 @@ check "stories260K f32 (cuda)" $TT -q validate "$work/s260.thin" --reference "$s
 echo "== weight streaming: streamed logits byte-identical to resident (every fixture, f32 and bf16)"
 check "streamed == resident (fixtures)" env TT_STREAM_ARCHIVES="$(ls "$work"/*.thin | tr '\n' ' ')" $C/bin/gpu_tests --gtest_filter='Streaming.*'
 grep "^identical:" "$OUT/checks.log" | tail -n 3
+
+echo "== sequence slots: batched decode steps against each sequence alone (every fixture, f32 and bf16)"
+check "batched decode == each sequence alone (fixtures)" env TT_SEQ_ARCHIVES="$(ls "$work"/*.thin | tr '\n' ' ')" $C/bin/gpu_tests --gtest_filter='Sequences.*'
+grep "^sequences:" "$OUT/checks.log" | tail -n 24
 $TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --device cuda --vram-budget 1 >/dev/null 2>"$work/small.err"
 check "too-small --vram-budget names the minimum" grep -q "below the minimum working set of" "$work/small.err"
 $TT run "$work/ts.thin" --temperature 0 --max-tokens 8 --device cuda --vram-budget 100TiB >/dev/null 2>"$work/big.err"

@@ -167,6 +167,26 @@ TEST(Plan, FixedLinesSumTheBackendsBufferLists) {
     EXPECT_EQ(fixed_vram_lines(small_input().spec, DType::bf16, 64).size(), 5u);
 }
 
+TEST(Plan, SequenceSlotsEachKeepAKvCache) {
+    // serve --parallel N: N KV caches of `context` positions; the other fixed lines once.
+    PlanInput in = small_input();
+    const Plan one = make_plan(in);
+    in.n_sequences = 4;
+    const Plan four = make_plan(in);
+    const uint64_t kv = kv_cache_bytes(in.spec, in.context, in.weights);
+    auto line = [](const Plan& p, const std::string& prefix) {
+        for (const MemLine& l : p.vram)
+            if (l.what.rfind(prefix, 0) == 0) return l;
+        ADD_FAILURE() << "no VRAM line " << prefix;
+        return MemLine{};
+    };
+    EXPECT_EQ(line(one, "KV cache").bytes, kv);
+    EXPECT_EQ(line(four, "KV cache").bytes, 4 * kv);
+    EXPECT_NE(line(four, "KV cache").what.find("x 4 sequence slots"), std::string::npos) << line(four, "KV cache").what;
+    EXPECT_EQ(line(four, "prefill workspace").bytes, line(one, "prefill workspace").bytes);
+    EXPECT_EQ(four.vram_used, one.vram_used + 3 * kv);
+}
+
 TEST(Plan, EverythingFits) {
     PlanInput in = small_input();
     const Plan p = make_plan(in);  // automatic budget: 79 GiB free minus 512 MiB

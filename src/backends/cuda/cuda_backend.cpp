@@ -24,6 +24,14 @@
 // causal mask makes later keys useless). The choice is made per layer (Gemma 4's full-attention
 // layers have head_dim 512, its sliding ones 256).
 //
+// Sequence slots (serve --parallel): every layer's KV cache holds n_seq_ sequences back to back;
+// the selected one's n_past, cache addresses and decode graph (one per slot, captured on its first
+// decode) serve the single-sequence calls. decode_batch() advances several sequences in one pass:
+// the prefill path with one row per sequence (each weight matrix read once for all of them, by
+// cuBLAS), its attention the decode kernel with a row dimension (each row its own position and
+// cache). Its activations are the prefill's (bf16 GEMM inputs), so its logits match a sequence's
+// own decode step to the GPU tests' tolerances, not bit for bit.
+//
 // Every size is the layer's own (ModelSpec::layer_*; the buffers hold the largest). Gemma 4's
 // KV-shared layers project only queries and attend over their source layer's cache, which that
 // layer wrote earlier in the same step or chunk; its per-layer inputs are computed once per token
@@ -192,6 +200,9 @@ public:
     }
     bool keeps_every_position() const override { return !spec_.has_delta_net(); }
     void checkpoint() override;
+    int max_sequences() const override { return n_seq_; }
+    void select_sequence(int seq) override;
+    std::span<const float> decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) override;
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
     StreamStats stream_stats() const override;
@@ -231,7 +242,14 @@ private:
     GateAct gate_act() const { return spec_.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh; }
     // Attention layers: the flash kernel serves this layer's head_dim (else scores are materialized).
     bool flash(int il) const { return prefill_attention_supported(kvdt_, spec_.layer_head_dim(il)); }
-    void prefill(std::span<const int32_t> tokens, bool all_logits);
+    // A decode step of several sequences through prefill(): row i's position and slot on the device.
+    struct BatchRows {
+        const int32_t* d_pos;
+        const int32_t* d_slot;
+    };
+    // n tokens after the selected sequence's n_past; or, with batch, one token per row of batch's
+    // sequences (logits of every row, n_past left to the caller).
+    void prefill(std::span<const int32_t> tokens, bool all_logits, const BatchRows* batch = nullptr);
     // Decode: x += the mixture-of-experts FFN of layer L on ffn_norm(x), experts picked on the
     // device (and its shared expert, scaled by its sigmoid gate, when the model has one).
     void moe_decode(int il, const DevLayer& L);
@@ -287,6 +305,22 @@ private:
     int n_sms_ = 0;
     DType wdt_ = DType::bf16, kvdt_ = DType::bf16;
     int n_ctx_ = 0, n_past_ = 0;
+    // Sequence slots: n_past_ is the selected slot's (cur_); slot_past_ keeps the others'.
+    int n_seq_ = 1, cur_ = 0;
+    std::vector<int> slot_past_;
+    int& past_of(int seq) { return seq == cur_ ? n_past_ : slot_past_[size_t(seq)]; }
+    // The selected slot's part of a per-layer cache (all slots alike, back to back).
+    void* slot_ptr(const DeviceBuffer& b) const { return static_cast<uint8_t*>(b.ptr) + b.bytes / size_t(n_seq_) * size_t(cur_); }
+    // decode_batch's rows: {pos, slot} per row on the device (and pinned), and the attention
+    // scratch of every row.
+    int batch_cap_ = 0;
+    DeviceBuffer batch_io_, batch_partial_, batch_arrivals_;
+    int32_t* host_batch_ = nullptr;
+    float* host_batch_logits_ = nullptr;  // pinned [batch_cap_, vocab]: a step's logits come down at full PCIe speed
+    bool batch_timing_ = std::getenv("TT_BATCH_TIMING") != nullptr;
+    int64_t batch_steps_ = 0, batch_rows_ = 0;
+    double batch_issue_s_ = 0, batch_total_s_ = 0;
+    float* host_row_ = nullptr;           // pinned [vocab]: forward()'s last logits (a copy to pageable memory is staged, slower)
     float embed_scale_ = 1.0f;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
@@ -331,7 +365,7 @@ private:
     int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
-    cudaGraphExec_t graph_ = nullptr;
+    std::vector<cudaGraphExec_t> graphs_;  // the decode step per slot (its cache addresses), null until first used
     cudaGraphExec_t graph_no_copies_ = nullptr;  // measure_decode_without_copies
     // Prefill workspace, grown on demand from prefill_buffers() (the list the planner sums).
     int prefill_cap_ = 0, keys_cap_ = 0;
@@ -402,6 +436,12 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
+    n_seq_ = std::max(1, opt.n_sequences);
+    if (n_seq_ > 1 && spec_.has_delta_net())
+        fail("{}: {} sequence slots: the CUDA backend keeps one linear-attention state (Qwen3.5's DeltaNet layers), so it "
+             "holds one sequence of this model; use --parallel 1, or --device cpu for several", a.path(), n_seq_);
+    slot_past_.assign(size_t(n_seq_), 0);
+    graphs_.assign(size_t(n_seq_), nullptr);
     embed_scale_ = spec_.embed_scale;
     if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
     if (wdt_ == DType::f16) embed_scale_ = f16_to_f32(f32_to_f16(embed_scale_));
@@ -419,6 +459,14 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
              "{} ones; give the GPU more memory (--vram-budget), stream instead (--cpu-layers 0), or use --device host",
              a.path(), plan_.n_cpu_layers, quant_scheme_label(archive_quant_scheme(a)));
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
+    if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
+        fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
+             "--ctx-size (each slot keeps its own KV cache), or a GPU with more memory", a.path(), n_seq_,
+             plan_.n_cpu_layers > 0 ? "computes layers on the CPU" : plan_.expert_slots > 0 ? "keeps experts in host memory" : "streams layers",
+             plan_.summary());
+    if (n_seq_ > 1 && opt.profile == Profile::safe)
+        log::info("--profile safe: the {} sequence slots' decode steps run one sequence at a time (f32 from end to end; "
+                  "batched steps would multiply bf16 activations)", n_seq_);
     // PDL needs sm_90. Streamed weights change under the kernels (the ring's copies are ordered by
     // events, not by the kernels' own waits), so a streaming plan keeps plain launches.
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
@@ -447,7 +495,7 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     for (int il = 0; il < spec_.n_layers; ++il) {
         DevLayer& l = layers_[size_t(il)];
         if (spec_.has_kv(il)) {
-            const size_t kv_bytes = kv_cache_layer_bytes(spec_, il, n_ctx_, wdt_);
+            const size_t kv_bytes = kv_cache_layer_bytes(spec_, il, n_ctx_, wdt_) * size_t(n_seq_);
             l.k_cache = DeviceBuffer(kv_bytes);
             l.v_cache = DeviceBuffer(kv_bytes);
         } else if (spec_.is_delta_net(il)) {
@@ -486,14 +534,19 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     }
     profile_ = opt.profile;
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), 4 * sizeof(int32_t), cudaHostAllocDefault));
+    TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_row_), size_t(spec_.vocab_size) * 4, cudaHostAllocDefault));
 }
 
 CudaBackend::~CudaBackend() {
     cache_.reset();
     ws_.reset();  // before the compute stream it orders its copies against
-    if (graph_) cudaGraphExecDestroy(graph_);
+    for (cudaGraphExec_t g : graphs_)
+        if (g) cudaGraphExecDestroy(g);
     if (graph_no_copies_) cudaGraphExecDestroy(graph_no_copies_);
     if (host_io_) cudaFreeHost(host_io_);
+    if (host_batch_) cudaFreeHost(host_batch_);
+    if (host_batch_logits_) cudaFreeHost(host_batch_logits_);
+    if (host_row_) cudaFreeHost(host_row_);
     if (host_moe_rows_) cudaFreeHost(host_moe_rows_);
     if (host_x_) cudaFreeHost(host_x_);
     if (step_done_) cudaEventDestroy(step_done_);
@@ -685,7 +738,7 @@ void CudaBackend::copy_cpu_kv(int from, int upto, cudaMemcpyKind kind) {
     for (const CpuGroup& g : cpu_groups_)
         for (int il = g.first; il < g.end; ++il) {
             uint8_t* host[2] = {static_cast<uint8_t*>(host_layers_->k_cache(il)), static_cast<uint8_t*>(host_layers_->v_cache(il))};
-            uint8_t* dev[2] = {static_cast<uint8_t*>(layers_[size_t(il)].k_cache.ptr), static_cast<uint8_t*>(layers_[size_t(il)].v_cache.ptr)};
+            uint8_t* dev[2] = {static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].k_cache)), static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].v_cache))};
             for (int c = 0; c < 2; ++c) {
                 const bool down = kind == cudaMemcpyDeviceToHost;
                 TT_CUDA_CHECK(cudaMemcpy((down ? host[c] : dev[c]) + off, (down ? dev[c] : host[c]) + off, n, kind));
@@ -773,7 +826,7 @@ void CudaBackend::decode_step() {
                                  q_.as<float>(), Q, dbuf(DecodeBuf::gate).as<float>(), stream_);
 
             DecodeAttnArgs at{};
-            at.k_cache = C.k_cache.ptr; at.v_cache = C.v_cache.ptr; at.kv_dt = kvdt_;
+            at.k_cache = slot_ptr(C.k_cache); at.v_cache = slot_ptr(C.v_cache); at.kv_dt = kvdt_;
             at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
             at.n_heads = s.layer_n_heads(il); at.n_kv_heads = s.layer_n_kv_heads(il); at.head_dim = s.layer_head_dim(il);
             at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
@@ -972,7 +1025,7 @@ RopeArgs CudaBackend::rope_args(int il, float* q, float* k, const float* v, int 
     r.attention_factor = rt.attention_factor; r.rotary_dim = rt.rotary_dim;
     r.n_heads = s.layer_n_heads(il); r.n_kv_heads = s.layer_n_kv_heads(il); r.head_dim = s.layer_head_dim(il); r.n = n;
     // A KV-shared layer (k null) writes no cache; its attention reads its source layer's.
-    r.k_cache = L.k_cache.ptr; r.v_cache = L.v_cache.ptr; r.kv_dt = kvdt_;
+    r.k_cache = slot_ptr(L.k_cache); r.v_cache = slot_ptr(L.v_cache); r.kv_dt = kvdt_;
     r.v_norm = s.v_norm;
     return r;
 }
@@ -1133,10 +1186,11 @@ void CudaBackend::wait_step() {
 }
 
 void CudaBackend::run_decode_graph() {
-    if (!graph_) graph_ = capture_decode_graph();
+    cudaGraphExec_t& graph = graphs_[size_t(cur_)];
+    if (!graph) graph = capture_decode_graph();
     const int pos = host_io_[1];
     sync_cpu_kv_to_host(pos);  // the CPU layers attend over rows a prefill wrote on the GPU
-    TT_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+    TT_CUDA_CHECK(cudaGraphLaunch(graph, stream_));
     ws_->count_pass();
     wait_step();
     ws_->check();
@@ -1299,12 +1353,13 @@ void CudaBackend::gemm(const DevWeight& w, int rows, int cols, const void* x, in
     }
 }
 
-void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
+void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, const BatchRows* batch) {
     const ModelSpec& s = spec_;
     const int n = int(tokens.size());
     const int H = s.hidden_dim;
-    const int n_keys = n_past_ + n;
+    const int n_keys = batch ? 1 : n_past_ + n;  // (a batched step's attention needs no score buffer)
     const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
+    TT_ASSERT(!batch || (all_logits && !s.has_delta_net() && !host_layers_));
     prefill_cap_ = std::max(n, prefill_cap_);
     keys_cap_ = std::max(n_keys, keys_cap_);
     grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
@@ -1348,53 +1403,70 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
                                    k_eq_v ? qkv + QP : qkv + QP + KV, n);
             r.q_stride = s.attn_output_gate ? Q : QKV;
             r.k_stride = r.v_stride = QKV;
-            r.pos0 = n_past_;
-            r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
-            rope_qkv(r, stream_);
-
-            if (flash(il)) {
-                PrefillAttnArgs fa{};
-                fa.q = pqb_.ptr; fa.q_stride = Q;
-                fa.k_cache = C.k_cache.ptr; fa.v_cache = C.v_cache.ptr;
-                fa.out = patt_.ptr; fa.out_stride = Q;
-                fa.dt = kvdt_; fa.n_q = n; fa.n_heads = NH; fa.n_kv_heads = NKV; fa.head_dim = HD;
-                fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
-                fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
-                prefill_attention(fa, stream_);
+            if (batch) {
+                // One decode step per row, each over its own sequence's cache: the decode kernel
+                // with a row dimension (RoPE, q/k norm and the cache write inside, as in decode).
+                DecodeAttnArgs at{};
+                at.k_cache = C.k_cache.ptr; at.v_cache = C.v_cache.ptr; at.kv_dt = kvdt_;
+                at.partial = batch_partial_.as<float>(); at.arrivals = batch_arrivals_.as<int>(); at.d_pos = batch->d_pos;
+                at.n_heads = NH; at.n_kv_heads = NKV; at.head_dim = HD;
+                at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
+                at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+                at.rope_fused = true;
+                at.rope = r;
+                at.rope.k_cache = L.k_cache.ptr; at.rope.v_cache = L.v_cache.ptr;  // the kernel adds each row's slot
+                at.rope.d_pos0 = batch->d_pos;
+                at.n_rows = n; at.d_slot = batch->d_slot; at.slot_stride = C.k_cache.bytes / size_t(n_seq_) / ke;
+                at.out_w = patt_.ptr; at.out_stride = Q; at.partial_stride = partial_.bytes / sizeof(float);
+                decode_attention(at, stream_);
             } else {
-                // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
-                // out = P V. Heads that share a KV head are batched with a stride over the group.
-                const cudaDataType_t kt = cuda_type(kvdt_);
-                for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
-                    const int nq = std::min(k_attn_query_chunk, n - c0);
-                    const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
-                    const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
-                    const int nk_used = nk - k_lo;
-                    const float one = 1.0f, zero = 0.0f;
-                    for (int j = 0; j < group; ++j) {
-                        // For kv head g: q head = g*group + j. Batch over g.
-                        const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
-                        const void* kb = static_cast<const uint8_t*>(C.k_cache.ptr) + size_t(k_lo) * KV * ke;
-                        float* sc = pscores_.as<float>() + size_t(j) * NKV * size_t(nq) * nk_used;
-                        // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
-                        TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                            cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
-                            (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, NKV,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                    }
-                    // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
-                    // head order does not matter there, only in the P V product below.
-                    masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, NH, nq, nk_used, n_past_ + c0 - k_lo,
-                                   sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
-                    for (int j = 0; j < group; ++j) {
-                        const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * NKV * size_t(nq) * nk_used * ke;
-                        const void* vb = static_cast<const uint8_t*>(C.v_cache.ptr) + size_t(k_lo) * KV * ke;
-                        void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
-                        // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
-                        TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-                            cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
-                            (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, NKV,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                r.pos0 = n_past_;
+                r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
+                rope_qkv(r, stream_);
+                if (flash(il)) {
+                    PrefillAttnArgs fa{};
+                    fa.q = pqb_.ptr; fa.q_stride = Q;
+                    fa.k_cache = slot_ptr(C.k_cache); fa.v_cache = slot_ptr(C.v_cache);
+                    fa.out = patt_.ptr; fa.out_stride = Q;
+                    fa.dt = kvdt_; fa.n_q = n; fa.n_heads = NH; fa.n_kv_heads = NKV; fa.head_dim = HD;
+                    fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
+                    fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
+                    prefill_attention(fa, stream_);
+                } else {
+                    // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
+                    // out = P V. Heads that share a KV head are batched with a stride over the group.
+                    const cudaDataType_t kt = cuda_type(kvdt_);
+                    for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
+                        const int nq = std::min(k_attn_query_chunk, n - c0);
+                        const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
+                        const int k_lo = sliding ? std::max(0, n_past_ + c0 - s.sliding_window + 1) : 0;
+                        const int nk_used = nk - k_lo;
+                        const float one = 1.0f, zero = 0.0f;
+                        for (int j = 0; j < group; ++j) {
+                            // For kv head g: q head = g*group + j. Batch over g.
+                            const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
+                            const void* kb = static_cast<const uint8_t*>(slot_ptr(C.k_cache)) + size_t(k_lo) * KV * ke;
+                            float* sc = pscores_.as<float>() + size_t(j) * NKV * size_t(nq) * nk_used;
+                            // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
+                            TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                                cublas_, CUBLAS_OP_T, CUBLAS_OP_N, nk_used, nq, HD, &one, kb, kt, KV, HD, qb, kt, Q,
+                                (long long)group * HD, &zero, sc, CUDA_R_32F, nk_used, (long long)nq * nk_used, NKV,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                        }
+                        // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
+                        // head order does not matter there, only in the P V product below.
+                        masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, NH, nq, nk_used, n_past_ + c0 - k_lo,
+                                       sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
+                        for (int j = 0; j < group; ++j) {
+                            const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * NKV * size_t(nq) * nk_used * ke;
+                            const void* vb = static_cast<const uint8_t*>(slot_ptr(C.v_cache)) + size_t(k_lo) * KV * ke;
+                            void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
+                            // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
+                            TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                                cublas_, CUBLAS_OP_N, CUBLAS_OP_N, HD, nq, nk_used, &one, vb, kt, KV, HD, pb, kt, nk_used,
+                                (long long)nq * nk_used, &zero, ob, cuda_type(wdt_), Q, (long long)group * HD, NKV,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                        }
                     }
                 }
             }
@@ -1430,8 +1502,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits) {
         }
         ws_->done(ws_->layer_block(il));
     }
-    n_past_ += n;
-    if (host_layers_ && dev_kv_valid_ == n_past_ - n) dev_kv_valid_ = n_past_;
+    if (!batch) n_past_ += n;
+    if (!batch && host_layers_ && dev_kv_valid_ == n_past_ - n) dev_kv_valid_ = n_past_;
     // ph_ holds output_norm(x) for every row, in the weights' dtype.
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     ws_->need_head();
@@ -1541,11 +1613,10 @@ std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, boo
         dev_logits = plogits_.as<float>();
         count = size_t(spec_.vocab_size);
     }
-    host_logits_.resize(count);
-    TT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), dev_logits, count * 4, cudaMemcpyDeviceToHost, stream_));
+    TT_CUDA_CHECK(cudaMemcpyAsync(host_row_, dev_logits, count * 4, cudaMemcpyDeviceToHost, stream_));
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     ws_->check();
-    return host_logits_;
+    return {host_row_, count};
 }
 
 int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) {
@@ -1572,6 +1643,87 @@ int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sa
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     ws_->check();
     return id;
+}
+
+void CudaBackend::select_sequence(int seq) {
+    if (seq < 0 || seq >= n_seq_) fail("{}: holds {} sequences, so sequence {} does not exist", describe(), n_seq_, seq);
+    slot_past_[size_t(cur_)] = n_past_;
+    cur_ = seq;
+    n_past_ = slot_past_[size_t(seq)];
+}
+
+std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) {
+    TT_ASSERT(seqs.size() == tokens.size() && !seqs.empty());
+    const int B = int(seqs.size());
+    const int selected = cur_;
+    // One sequence: its own decode graph (the single-stream speed of run). The safe profile keeps
+    // every step in f32: one sequence at a time (said at load).
+    if (B == 1) {
+        select_sequence(seqs[0]);
+        const auto row = forward(tokens, false);  // (its span stays valid: nothing below writes host_row_)
+        select_sequence(selected);
+        return row;
+    }
+    if (profile_ == Profile::safe) {
+        const auto rows = Backend::decode_batch(seqs, tokens);
+        select_sequence(selected);
+        return rows;
+    }
+    std::vector<bool> seen(size_t(n_seq_), false);
+    for (int i = 0; i < B; ++i) {
+        const int q = seqs[size_t(i)];
+        if (q < 0 || q >= n_seq_) fail("{}: holds {} sequences, so sequence {} does not exist", describe(), n_seq_, q);
+        if (seen[size_t(q)]) fail("decode_batch: sequence {} appears twice in one step", q);
+        seen[size_t(q)] = true;
+        if (past_of(q) + 1 > n_ctx_) fail("context overflow: sequence {} holds {} tokens, its context is {}", q, past_of(q), n_ctx_);
+        if (tokens[size_t(i)] < 0 || tokens[size_t(i)] >= spec_.vocab_size)
+            fail("token id {} is outside the vocabulary of {}", tokens[size_t(i)], spec_.vocab_size);
+    }
+    if (B > batch_cap_) {
+        TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        if (host_batch_) TT_CUDA_CHECK(cudaFreeHost(host_batch_));
+        if (host_batch_logits_) TT_CUDA_CHECK(cudaFreeHost(host_batch_logits_));
+        host_batch_ = nullptr;
+        host_batch_logits_ = nullptr;
+        TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_batch_), size_t(2 * B) * 4, cudaHostAllocDefault));
+        TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_batch_logits_), size_t(B) * size_t(spec_.vocab_size) * 4,
+                                    cudaHostAllocDefault));
+        batch_io_ = DeviceBuffer(size_t(2 * B) * 4);
+        batch_partial_ = DeviceBuffer(partial_.bytes * size_t(B));
+        batch_arrivals_ = DeviceBuffer(arrivals_.bytes * size_t(B));
+        TT_CUDA_CHECK(cudaMemset(batch_arrivals_.ptr, 0, batch_arrivals_.bytes));  // self-resetting from here on
+        batch_cap_ = B;
+    }
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the pinned rows are free to rewrite
+    for (int i = 0; i < B; ++i) {
+        host_batch_[i] = past_of(seqs[size_t(i)]);
+        host_batch_[B + i] = seqs[size_t(i)];
+    }
+    TT_CUDA_CHECK(cudaMemcpyAsync(batch_io_.ptr, host_batch_, size_t(2 * B) * 4, cudaMemcpyHostToDevice, stream_));
+    const BatchRows rows{batch_io_.as<int32_t>(), batch_io_.as<int32_t>() + B};
+    const auto t0 = std::chrono::steady_clock::now();
+    prefill(tokens, true, &rows);
+    const size_t V = size_t(spec_.vocab_size);
+    TT_CUDA_CHECK(cudaMemcpyAsync(host_batch_logits_, plogits_.ptr, size_t(B) * V * 4, cudaMemcpyDeviceToHost, stream_));
+    const auto t1 = std::chrono::steady_clock::now();
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (batch_timing_) {
+        // TT_BATCH_TIMING=1 (a diagnostic for bench/serve_bench.sh): the host's time to issue the
+        // step's launches against the step's whole time, every 200 steps.
+        const auto t2 = std::chrono::steady_clock::now();
+        batch_issue_s_ += std::chrono::duration<double>(t1 - t0).count();
+        batch_total_s_ += std::chrono::duration<double>(t2 - t0).count();
+        batch_rows_ += B;
+        if (++batch_steps_ % 200 == 0) {
+            log::info("batched decode: {} steps, mean {:.1f} rows, {:.3f} ms per step of which {:.3f} ms issuing launches",
+                      batch_steps_, double(batch_rows_) / batch_steps_, 1e3 * batch_total_s_ / batch_steps_, 1e3 * batch_issue_s_ / batch_steps_);
+            batch_steps_ = batch_rows_ = 0;
+            batch_issue_s_ = batch_total_s_ = 0;
+        }
+    }
+    ws_->check();
+    for (int q : seqs) ++past_of(q);
+    return {host_batch_logits_, size_t(B) * V};
 }
 
 }  // namespace

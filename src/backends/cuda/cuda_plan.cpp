@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tt::cuda {
 
 Bandwidths device_bandwidths(int device, bool measure, int n_threads) {
@@ -59,6 +61,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
                             bool can_register, bool measure) {
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
+    in.n_sequences = std::max(1, opt.n_sequences);
     in.vram_budget = opt.vram_budget;
     in.expert_slots = opt.expert_slots;
     in.cpu_layers = opt.cpu_layers;

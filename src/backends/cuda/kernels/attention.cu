@@ -32,10 +32,20 @@ __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
 template <typename W, typename KV, bool ROPE, int NR>
 __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnArgs a, int max_chunk) {
     extern __shared__ float smem[];
-    const int kvh = blockIdx.x, split = blockIdx.y;
+    const int kvh = blockIdx.x, split = blockIdx.y, row = blockIdx.z;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
     // The position was copied up before the step's first kernel: it does not depend on the previous one.
-    const int pos = *a.d_pos, len = pos + 1;
+    const int pos = a.d_pos[row], len = pos + 1;
+    // A batched step's row: its own sequence's caches, inputs, output and scratch.
+    const size_t cache_off = a.d_slot ? size_t(a.d_slot[row]) * a.slot_stride : 0;
+    const KV* k_cache = static_cast<const KV*>(a.k_cache) + cache_off;
+    const KV* v_cache = static_cast<const KV*>(a.v_cache) + cache_off;
+    float* partial = a.partial + row * a.partial_stride;
+    int* arrivals = a.arrivals + row * a.n_kv_heads;
+    auto store_out = [&](int i, float v) {
+        if (a.out_w) static_cast<W*>(a.out_w)[size_t(row) * a.out_stride + i] = from_float<W>(v);
+        else a.out[i] = v;
+    };
     const int first = a.window > 0 ? max(0, len - a.window) : 0;
     const int chunk = split_chunk(len - first, a.n_splits);
     const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that see keys
@@ -51,7 +61,7 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
         const int lines = int((size_t(hd) * sizeof(KV) + 127) / 128), n = (min(end, pos) - start) * lines;
         for (int i = threadIdx.x; i < 2 * n; i += blockDim.x) {
             const int t = i < n ? i : i - n;
-            const KV* cache = static_cast<const KV*>(i < n ? a.k_cache : a.v_cache);
+            const KV* cache = i < n ? k_cache : v_cache;
             const char* line = reinterpret_cast<const char*>(cache + size_t(start + t / lines) * kv_dim + size_t(kvh) * hd) + (t % lines) * 128;
             asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
         }
@@ -64,24 +74,27 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
             // newest position (its k and v go into the cache before the scores read it). A
             // KV-shared layer (r.k null) writes nothing: its source layer wrote the row this step.
             const RopeArgs& r = a.rope;
-            const bool newest = end == len && r.k;
+            const float* rq = r.q + size_t(row) * r.q_stride;
+            const float* rk = r.k ? r.k + size_t(row) * r.k_stride : nullptr;
+            const float* rv = r.v + size_t(row) * r.v_stride;
+            const bool newest = end == len && rk;
             float* s_k = s_p;  // borrowed until the scores are written
             for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
                 if (task < group) {
                     const int h = kvh * group + task;
                     const W* bq = static_cast<const W*>(r.bq);
-                    prepare_head<W>(s_q + task * hd, r.q + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                    prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
                                     static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
                                     r.attention_factor, pos);
                 } else {
                     const W* bk = static_cast<const W*>(r.bk);
                     const W* bv = static_cast<const W*>(r.bv);
-                    prepare_head<W>(s_k, r.k + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                    prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
                                     static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
                                     r.attention_factor, pos);
-                    KV* kc = static_cast<KV*>(r.k_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                    KV* vc = static_cast<KV*>(r.v_cache) + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                    write_kv_head<W, KV>(kc, vc, s_k, r.v + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
+                    KV* kc = static_cast<KV*>(r.k_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                    KV* vc = static_cast<KV*>(r.v_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                    write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
                                          r.norm_eps);
                 }
             }
@@ -89,8 +102,8 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
             for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
         }
         __syncthreads();  // also makes this block's cache writes visible to its own reads below
-        const KV* kc = static_cast<const KV*>(a.k_cache);
-        const KV* vc = static_cast<const KV*>(a.v_cache);
+        const KV* kc = k_cache;
+        const KV* vc = v_cache;
         // Scores: one warp per key row, lanes across head_dim; each warp loads k_batch rows before
         // using any, so their DRAM latencies overlap instead of queueing one after another.
         constexpr int k_batch = 4;
@@ -144,14 +157,14 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
         __syncthreads();
         // Output: threads across (head, dim); V rows read coalesced. A lone active split (short
         // contexts) normalizes and writes the result itself: no partials, no merge.
-        float* part = a.partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
+        float* part = partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
         for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
             const int g = i / hd, d = i % hd;
             float acc = 0;
             const KV* vcol = vc + size_t(start) * kv_dim + size_t(kvh) * hd + d;
 #pragma unroll 8
             for (int j = 0; j < n; ++j) acc += s_p[g * max_chunk + j] * to_float(vcol[size_t(j) * kv_dim]);
-            if (n_active == 1) a.out[size_t(kvh * group + g) * hd + d] = acc / s_l[g];
+            if (n_active == 1) store_out((kvh * group + g) * hd + d, acc / s_l[g]);
             else part[g * (hd + 2) + d] = acc;
         }
         if (n_active == 1) return;
@@ -165,12 +178,12 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     __threadfence();
     __syncthreads();
     __shared__ bool s_last;
-    if (threadIdx.x == 0) s_last = atomicAdd(&a.arrivals[kvh], 1) == n_active - 1;
+    if (threadIdx.x == 0) s_last = atomicAdd(&arrivals[kvh], 1) == n_active - 1;
     __syncthreads();
     if (!s_last) return;
-    if (threadIdx.x == 0) a.arrivals[kvh] = 0;  // ready for the next launch (graph replay)
+    if (threadIdx.x == 0) arrivals[kvh] = 0;  // ready for the next launch (graph replay)
     const size_t stride = size_t(group) * (hd + 2);
-    const float* base = a.partial + size_t(kvh) * a.n_splits * stride;
+    const float* base = partial + size_t(kvh) * a.n_splits * stride;
     __shared__ float s_gm[k_max_group], s_gl[k_max_group];
     for (int g = warp; g < group; g += n_warps) {
         float m = -INFINITY;
@@ -195,7 +208,7 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
             const float* ps = base + sp * stride + g * (hd + 2);
             acc += __ldcg(ps + d) * __expf(__ldcg(ps + hd) - s_gm[g]);
         }
-        a.out[size_t(kvh * group + g) * hd + d] = acc / s_gl[g];
+        store_out((kvh * group + g) * hd + d, acc / s_gl[g]);
     }
 }
 
@@ -246,7 +259,8 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int max_chunk = std::max(k_min_chunk, (a.n_ctx + a.n_splits - 1) / a.n_splits);
     // s_p doubles as the newest k row under ROPE, so it holds at least head_dim floats.
     const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
-    const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits));
+    if (a.n_rows > 1 && (!a.rope_fused || !a.out_w)) fail("decode attention: a batched step needs rope_fused and out_w");
+    const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows));
     const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         auto k = a.head_dim <= 256 ? (a.rope_fused ? decode_attn_kernel<W, KV, true, 8> : decode_attn_kernel<W, KV, false, 8>)

@@ -167,6 +167,11 @@ void per_layer_gate_act(const float* g, const float* pli, int ld_pli, int n, int
 // (rope.q/k/v, n = 1): biases, q/k norm and RoPE are applied in the kernel, and k/v are written
 // into the cache at *d_pos before use (rope.k_cache/v_cache must equal k_cache/v_cache; a
 // KV-shared layer passes rope.k = null and the source layer's caches). head_dim <= 512, GQA group <= 16.
+// Batched (n_rows > 1, rope_fused only: the server's decode step of several sequences): row r's
+// q/k/v are rope.q/k/v + r * rope.q/k/v_stride, its position d_pos[r], its cache the caches +
+// d_slot[r] * slot_stride elements (each sequence its own), its output out_w + r * out_stride in
+// the weights' dtype (the next GEMM's input), its scratch partial + r * partial_stride floats and
+// arrivals + r * n_kv_heads.
 struct DecodeAttnArgs {
     const float* q;            // [n_heads * head_dim], already rotated (when !rope_fused)
     const void* k_cache; const void* v_cache; DType kv_dt;  // [n_ctx, kv_dim]
@@ -179,6 +184,12 @@ struct DecodeAttnArgs {
     float scale, softcap;
     bool rope_fused;
     RopeArgs rope;             // when rope_fused
+    int n_rows = 1;
+    const int* d_slot = nullptr;  // [n_rows] or null (every row in the caches as given)
+    size_t slot_stride = 0;       // elements between two sequences' caches
+    void* out_w = nullptr;        // batched output, [n_rows, out_stride] in rope.wdt
+    int out_stride = 0;
+    size_t partial_stride = 0;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 // Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
