@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 
 using namespace tt;
 
@@ -30,6 +32,22 @@ TEST(Sampler, TemperatureZeroIsArgmax) {
     Sampler s(plain(0.0f));
     const std::vector<float> l = {0.1f, 2.0f, -1.0f, 1.9f};
     for (int i = 0; i < 10; ++i) EXPECT_EQ(s.sample(l, {}), 1);
+}
+
+TEST(Sampler, GreedyIsTheFirstLargestAsMaxElement) {
+    // The greedy fast path (no copy, two passes) against std::max_element: ties, negatives, NaNs.
+    Sampler s(plain(0.0f));
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> level(-4, 4);
+    for (int t = 0; t < 200; ++t) {
+        std::vector<float> l(size_t(1 + t * 7));
+        for (auto& v : l) v = float(level(rng)) * 0.5f;  // few distinct values: many ties
+        if (t % 5 == 1) l[size_t(t) % l.size()] = std::nanf("");
+        const int want = int(std::max_element(l.begin(), l.end()) - l.begin());
+        EXPECT_EQ(s.sample(l, {}), want) << "case " << t;
+    }
+    const std::vector<float> nan_first = {std::nanf(""), 3.0f, 5.0f};
+    EXPECT_EQ(s.sample(nan_first, {}), int(std::max_element(nan_first.begin(), nan_first.end()) - nan_first.begin()));
 }
 
 TEST(Sampler, TopKOneIsGreedy) {
