@@ -68,7 +68,7 @@ std::string Metrics::render(const SchedulerGauges& g) const {
                       "# TYPE thintensor_requests_total counter\n";
     for (const auto& [key, n] : requests_)
         out += fmt::format("thintensor_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
-    const auto counter = [&](const char* name, const char* help, uint64_t v) {
+    const auto counter = [&](const char* name, const char* help, auto v) {  // a count, or seconds
         out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
     };
     const auto gauge = [&](const char* name, const char* help, int64_t v) {
@@ -79,11 +79,8 @@ std::string Metrics::render(const SchedulerGauges& g) const {
     counter("thintensor_generated_tokens_total", "Tokens generated", generated_);
     counter("thintensor_decode_steps_total", "Batched decode steps", decode_steps_);
     counter("thintensor_decode_rows_total", "Sequences advanced by the decode steps (rows / steps = mean batch)", decode_rows_);
-    out += fmt::format("# HELP thintensor_decode_step_seconds_total Time in the backend's decode steps\n"
-                       "# TYPE thintensor_decode_step_seconds_total counter\nthintensor_decode_step_seconds_total {}\n"
-                       "# HELP thintensor_token_handling_seconds_total Time choosing and streaming the decode steps' tokens\n"
-                       "# TYPE thintensor_token_handling_seconds_total counter\nthintensor_token_handling_seconds_total {}\n",
-                       decode_s_, tokens_s_);
+    counter("thintensor_decode_step_seconds_total", "Time in the backend's decode steps", decode_s_);
+    counter("thintensor_token_handling_seconds_total", "Time choosing and streaming the decode steps' tokens", tokens_s_);
     counter("thintensor_requests_cancelled_total", "Generations cancelled: the client went away, or the server stopped", cancelled_);
     out += ttft_.render("thintensor_time_to_first_token_seconds", "From a request's arrival to its first token");
     out += token_latency_.render("thintensor_token_latency_seconds", "Between two generated tokens of one request");

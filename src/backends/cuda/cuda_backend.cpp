@@ -309,6 +309,9 @@ private:
     int n_seq_ = 1, cur_ = 0;
     std::vector<int> slot_past_;
     int& past_of(int seq) { return seq == cur_ ? n_past_ : slot_past_[size_t(seq)]; }
+    void check_sequence(int seq) const {
+        if (seq < 0 || seq >= n_seq_) fail("{}: holds {} sequences, so sequence {} does not exist", describe(), n_seq_, seq);
+    }
     // The selected slot's part of a per-layer cache (all slots alike, back to back).
     void* slot_ptr(const DeviceBuffer& b) const { return static_cast<uint8_t*>(b.ptr) + b.bytes / size_t(n_seq_) * size_t(cur_); }
     // decode_batch's rows: {pos, slot} per row on the device (and pinned), and the attention
@@ -1646,7 +1649,7 @@ int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sa
 }
 
 void CudaBackend::select_sequence(int seq) {
-    if (seq < 0 || seq >= n_seq_) fail("{}: holds {} sequences, so sequence {} does not exist", describe(), n_seq_, seq);
+    check_sequence(seq);
     slot_past_[size_t(cur_)] = n_past_;
     cur_ = seq;
     n_past_ = slot_past_[size_t(seq)];
@@ -1672,15 +1675,15 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
     std::vector<bool> seen(size_t(n_seq_), false);
     for (int i = 0; i < B; ++i) {
         const int q = seqs[size_t(i)];
-        if (q < 0 || q >= n_seq_) fail("{}: holds {} sequences, so sequence {} does not exist", describe(), n_seq_, q);
+        check_sequence(q);
         if (seen[size_t(q)]) fail("decode_batch: sequence {} appears twice in one step", q);
         seen[size_t(q)] = true;
         if (past_of(q) + 1 > n_ctx_) fail("context overflow: sequence {} holds {} tokens, its context is {}", q, past_of(q), n_ctx_);
         if (tokens[size_t(i)] < 0 || tokens[size_t(i)] >= spec_.vocab_size)
             fail("token id {} is outside the vocabulary of {}", tokens[size_t(i)], spec_.vocab_size);
     }
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the pinned rows are free to rewrite (or to free)
     if (B > batch_cap_) {
-        TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (host_batch_) TT_CUDA_CHECK(cudaFreeHost(host_batch_));
         if (host_batch_logits_) TT_CUDA_CHECK(cudaFreeHost(host_batch_logits_));
         host_batch_ = nullptr;
@@ -1694,7 +1697,6 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
         TT_CUDA_CHECK(cudaMemset(batch_arrivals_.ptr, 0, batch_arrivals_.bytes));  // self-resetting from here on
         batch_cap_ = B;
     }
-    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the pinned rows are free to rewrite
     for (int i = 0; i < B; ++i) {
         host_batch_[i] = past_of(seqs[size_t(i)]);
         host_batch_[B + i] = seqs[size_t(i)];

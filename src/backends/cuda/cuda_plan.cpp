@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 namespace tt::cuda {
 
 Bandwidths device_bandwidths(int device, bool measure, int n_threads) {
@@ -61,7 +59,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
                             bool can_register, bool measure) {
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
-    in.n_sequences = std::max(1, opt.n_sequences);
+    in.n_sequences = opt.n_sequences;
     in.vram_budget = opt.vram_budget;
     in.expert_slots = opt.expert_slots;
     in.cpu_layers = opt.cpu_layers;
