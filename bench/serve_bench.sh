@@ -4,7 +4,8 @@
 # beside `thintensor bench`'s tg128 on the same archive, in one GPU-machine call.
 # Inputs in CARRY_DIR (default .carry): bin/thintensor (+ lib/), tokenizers/llama3
 # (tokenizer.json.xz, tokenizer_config.json). Outputs in $OUT: s20.log, s20-summary.md, the JSON of
-# every measurement, the server's log and its /metrics after each load.
+# every measurement, the server's log and its /metrics after each load. ARCHIVE=path measures that
+# archive instead of making a checkpoint.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -28,13 +29,20 @@ tokens=${MAX_TOKENS:-128}
 
 rm -rf "$work"; mkdir -p "$work/home" "$OUT/res"
 run_header
-run_step "checkpoint: random llama3-8b (transformers init, bf16)" \
-  timeout "$(cap 200)" python3 bench/hf_random_model.py llama3-8b "$ck" "$OUT/res/hf-ckpt.json" --ref-len 16 --no-speed --no-f32
-[ -f "$ck/config.json" ] || { say "checkpoint step failed: nothing to measure"; exit 1; }
-xz -dc "$carry/tokenizers/llama3/tokenizer.json.xz" >"$ck/tokenizer.json" && cp "$carry/tokenizers/llama3/tokenizer_config.json" "$ck/"
-rm -f "$ck/reference.safetensors"
-run_step "convert --dtype bf16" timeout "$(cap 120)" "$TT" -q convert "$ck" -o "$work/bf16.thin" --dtype bf16
-rm -rf "$ck"
+if [ -n "${ARCHIVE:-}" ]; then
+  # An archive of the same checkpoint made by another benchmark of this call (bench/depth_bench.sh's).
+  [ -f "$ARCHIVE" ] || { say "ARCHIVE=$ARCHIVE not found"; exit 1; }
+  say "=== archive $ARCHIVE (made earlier in this call)"
+  ln -s "$ARCHIVE" "$work/bf16.thin"
+else
+  run_step "checkpoint: random llama3-8b (transformers init, bf16)" \
+    timeout "$(cap 200)" python3 bench/hf_random_model.py llama3-8b "$ck" "$OUT/res/hf-ckpt.json" --ref-len 16 --no-speed --no-f32
+  [ -f "$ck/config.json" ] || { say "checkpoint step failed: nothing to measure"; exit 1; }
+  xz -dc "$carry/tokenizers/llama3/tokenizer.json.xz" >"$ck/tokenizer.json" && cp "$carry/tokenizers/llama3/tokenizer_config.json" "$ck/"
+  rm -f "$ck/reference.safetensors"
+  run_step "convert --dtype bf16" timeout "$(cap 120)" "$TT" -q convert "$ck" -o "$work/bf16.thin" --dtype bf16
+  rm -rf "$ck"
+fi
 run_step "thintensor bench bf16 (tg128)" timeout "$(cap 60)" \
   sh -c "'$TT' bench '$work/bf16.thin' --device cuda --prompt-lengths 0 --gen-tokens $tokens --reps 3 --json >'$OUT/res/bench-bf16.json'"
 

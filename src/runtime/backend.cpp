@@ -34,6 +34,13 @@ std::span<const float> Backend::decode_batch(std::span<const int> seqs, std::spa
     return batch_logits_;
 }
 
+void Backend::decode_batch_greedy(std::span<const int> seqs, std::span<const int32_t> tokens, std::span<int32_t> ids) {
+    TT_ASSERT(ids.size() == seqs.size());
+    const auto rows = decode_batch(seqs, tokens);
+    const size_t vocab = rows.size() / seqs.size();
+    for (size_t i = 0; i < seqs.size(); ++i) ids[i] = Sampler::argmax(rows.subspan(i * vocab, vocab));
+}
+
 static std::vector<BackendFactory>& factories() {
     static std::vector<BackendFactory> f;
     return f;

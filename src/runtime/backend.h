@@ -89,6 +89,10 @@ public:
     // through select_sequence + forward; the CPU backend runs them as one batch (every weight row
     // read once for all of them). Throws tt::Error when a sequence's context is full.
     virtual std::span<const float> decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens);
+    // decode_batch for rows that only want their argmax (plain greedy, no logprobs): ids[i] gets row
+    // i's first largest logit (Sampler::argmax). The default takes decode_batch's rows; a GPU backend
+    // chooses on the device, so that only the ids cross to the host.
+    virtual void decode_batch_greedy(std::span<const int> seqs, std::span<const int32_t> tokens, std::span<int32_t> ids);
 
     // Streaming figures; the default (CPU) streams nothing.
     virtual StreamStats stream_stats() const { return {}; }

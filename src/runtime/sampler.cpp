@@ -80,18 +80,21 @@ std::vector<std::pair<int32_t, float>> Sampler::candidates(const std::vector<flo
     return out;
 }
 
+int32_t Sampler::argmax(std::span<const float> logits) {
+    TT_ASSERT(!logits.empty());
+    // max_element's answer in two passes the compiler vectorizes: the largest value, then where it
+    // first occurs.
+    float m = logits[0];
+    for (float v : logits) m = v > m ? v : m;
+    const auto at = std::find(logits.begin(), logits.end(), m);
+    return at == logits.end() ? 0 : int32_t(at - logits.begin());
+}
+
 int32_t Sampler::sample(std::span<const float> logits_in, std::span<const int32_t> history) {
     TT_ASSERT(!logits_in.empty());
     // Greedy without penalties: the argmax of the logits as given (no copy of a 128K-entry row per
     // token, which a server step pays for every sequence).
-    if (cfg_.temperature <= 0 && cfg_.repeat_penalty == 1.0f && cfg_.presence_penalty == 0 && cfg_.frequency_penalty == 0) {
-        // max_element's answer (the first largest) in two passes the compiler vectorizes: the
-        // largest value, then where it first occurs (a NaN first entry: that entry, as max_element).
-        float m = logits_in[0];
-        for (float v : logits_in) m = v > m ? v : m;
-        const auto at = std::find(logits_in.begin(), logits_in.end(), m);
-        return at == logits_in.end() ? 0 : int32_t(at - logits_in.begin());
-    }
+    if (cfg_.plain_greedy()) return argmax(logits_in);
     std::vector<float> logits(logits_in.begin(), logits_in.end());
     penalize(logits, history, cfg_.repeat_penalty);
     penalize_additive(logits, history, cfg_.presence_penalty, cfg_.frequency_penalty);

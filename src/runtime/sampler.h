@@ -24,6 +24,10 @@ struct SamplerConfig {
     // history; 0 = off. In [-2, 2] where the API takes them.
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
+
+    // Temperature 0 and no penalty: the token is the logits' argmax alone, which a GPU backend can
+    // choose on the device (only the id crosses to the host).
+    bool plain_greedy() const { return temperature <= 0 && repeat_penalty == 1.0f && presence_penalty == 0 && frequency_penalty == 0; }
 };
 
 class Sampler {
@@ -31,6 +35,8 @@ public:
     explicit Sampler(const SamplerConfig& cfg);
     // history: the prompt and generated tokens so far (for the repetition penalty).
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+    // The first largest entry, as std::max_element (a NaN first entry: that entry): plain greedy's choice.
+    static int32_t argmax(std::span<const float> logits);
 
     // The steps, exposed for tests. penalize: transformers' RepetitionPenaltyLogitsProcessor.
     static void penalize(std::vector<float>& logits, std::span<const int32_t> history, float penalty);

@@ -216,16 +216,28 @@ void Scheduler::decode_step() {
         }
     if (seqs.empty()) return;
     try {
+        // When every row is plain greedy without logprobs, the backend chooses the tokens itself (on
+        // a GPU only the ids cross to the host); a step with any other row takes every row's logits.
+        bool greedy = true;
+        for (int s : seqs) greedy = greedy && slots_[size_t(s)].job->top_logprobs < 0 && slots_[size_t(s)].sampler->config().plain_greedy();
         const auto t0 = Clock::now();
-        const auto logits = backend_.decode_batch(seqs, tokens);
-        const auto t1 = Clock::now();
-        const size_t vocab = logits.size() / seqs.size();
         std::vector<Choice> chosen(seqs.size());
-        const auto choose_rows = [&](size_t b, size_t e) {
-            for (size_t i = b; i < e; ++i) chosen[i] = choose(seqs[i], logits.subspan(i * vocab, vocab));
-        };
-        if (seqs.size() >= 4 && pool_->size() > 1) pool_->parallel_for(seqs.size(), choose_rows);
-        else choose_rows(0, seqs.size());
+        Clock::time_point t1;
+        if (greedy) {
+            std::vector<int32_t> ids(seqs.size());
+            backend_.decode_batch_greedy(seqs, tokens, ids);
+            t1 = Clock::now();
+            for (size_t i = 0; i < seqs.size(); ++i) chosen[i].id = ids[i];
+        } else {
+            const auto logits = backend_.decode_batch(seqs, tokens);
+            t1 = Clock::now();
+            const size_t vocab = logits.size() / seqs.size();
+            const auto choose_rows = [&](size_t b, size_t e) {
+                for (size_t i = b; i < e; ++i) chosen[i] = choose(seqs[i], logits.subspan(i * vocab, vocab));
+            };
+            if (seqs.size() >= 4 && pool_->size() > 1) pool_->parallel_for(seqs.size(), choose_rows);
+            else choose_rows(0, seqs.size());
+        }
         for (size_t i = 0; i < seqs.size(); ++i) {
             slots_[size_t(seqs[i])].cached.push_back(tokens[i]);
             take_token(seqs[i], chosen[i]);

@@ -6,8 +6,8 @@
 // a recurrent-state model rewinds only as far as Backend::restorable allows), (2) feeds every
 // prefilling slot one chunk of its prompt (k_prefill_chunk tokens, so that a long prompt does not
 // stall the others for more than a chunk), and (3) advances every decoding slot by one token in one
-// Backend::decode_batch call (continuous batching: jobs join and leave between steps). Tokens are
-// chosen by tt::Sampler and ended by tt::Generation, the pieces `run` uses, so greedy text equals
+// Backend::decode_batch call (continuous batching: jobs join and leave between steps; a step whose
+// rows are all plain greedy lets the backend choose, decode_batch_greedy). Tokens are chosen by tt::Sampler and ended by tt::Generation, the pieces `run` uses, so greedy text equals
 // run's and a seed reproduces.
 //
 // Jobs talk to HTTP threads through their own event queue; a cancelled job (client gone, server

@@ -1,15 +1,18 @@
-// Speed of the flash-attention prefill kernel, printed (not asserted) so the GPU log shows it:
+// Speed of the attention kernels, printed (not asserted) so the GPU log shows it. Prefill (flash):
 // causal self-attention of n tokens, FLOPs = 4 * head_dim * heads * (visible query-key pairs).
 // Run alone with: .carry/bin/gpu_tests --gtest_filter='CudaKernelsBench.*'
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "core/dtype.h"
+#include "runtime/device_buffers.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -57,5 +60,70 @@ TEST(CudaKernelsBench, PrefillAttentionSpeed) {
         size_t bad = 0;
         for (float f : out) bad += std::isfinite(f) ? 0 : 1;
         EXPECT_EQ(bad, 0u) << sh.name << " n=" << sh.n;
+    }
+}
+
+// Speed of the decode attention (one token against a cache of len positions), printed: the
+// microsecond per layer and the cache bytes read per second. Each launch reads another layer's
+// cache (enough layers to exceed L2), as in a decode step where the weights' reads flush L2
+// between two layers' attention.
+TEST(CudaKernelsBench, DecodeAttentionSpeed) {
+    struct Shape { const char* name; int n_heads, n_kv, hd, len; };
+    const Shape shapes[] = {{"llama3-8b", 32, 8, 128, 128},   {"llama3-8b", 32, 8, 128, 4096},  {"llama3-8b", 32, 8, 128, 8192},
+                            {"llama3-8b", 32, 8, 128, 16384}, {"llama3-8b", 32, 8, 128, 32768}, {"qwen3-0.6b", 16, 8, 128, 128},
+                            {"qwen2.5-0.5b", 14, 2, 64, 128}, {"qwen2.5-0.5b", 14, 2, 64, 16384}};
+    int sms = 0;
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (const Shape& sh : shapes) {
+        const size_t kv_dim = size_t(sh.n_kv) * sh.hd, layer_bytes = 2 * size_t(sh.len) * kv_dim * 2;
+        const int layers = int(std::min<size_t>(32, std::max<size_t>(2, (size_t(256) << 20) / layer_bytes + 1)));
+        std::vector<float> q(size_t(sh.n_heads) * sh.hd);
+        for (float& f : q) f = nd(rng);
+        cuda::Dev dq(q), dout(q.size() * 4), dpos(std::vector<int>{sh.len - 1});
+        std::vector<std::unique_ptr<cuda::Dev>> kc, vc;
+        for (int l = 0; l < layers; ++l) {
+            kc.push_back(std::make_unique<cuda::Dev>(size_t(sh.len) * kv_dim * 2));
+            vc.push_back(std::make_unique<cuda::Dev>(size_t(sh.len) * kv_dim * 2));
+            TT_CUDA_CHECK(cudaMemset(kc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));  // bf16 ~0.012: finite keys and values
+            TT_CUDA_CHECK(cudaMemset(vc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));
+        }
+        for (int mult : {1, 2, 4}) {
+            const int splits = std::min(k_max_decode_splits, mult * cuda::decode_attention_splits(sh.n_kv, sms));
+            cuda::Dev part(decode_attention_partial_floats(sh.n_heads, sh.hd, splits) * 4);
+            cuda::Dev arrivals(std::vector<int>(size_t(sh.n_kv), 0));
+            cuda::DecodeAttnArgs a{};
+            a.q = dq.as<float>(); a.kv_dt = DType::bf16; a.out = dout.as<float>(); a.partial = part.as<float>();
+            a.arrivals = arrivals.as<int>(); a.d_pos = dpos.as<int>(); a.n_heads = sh.n_heads; a.n_kv_heads = sh.n_kv;
+            a.head_dim = sh.hd; a.n_ctx = sh.len; a.n_splits = splits; a.scale = 1.0f / std::sqrt(float(sh.hd));
+            auto round = [&] {
+                for (int l = 0; l < layers; ++l) {
+                    a.k_cache = kc[size_t(l)]->p;
+                    a.v_cache = vc[size_t(l)]->p;
+                    cuda::decode_attention(a, nullptr);
+                }
+            };
+            round();
+            cudaEvent_t e0, e1;
+            TT_CUDA_CHECK(cudaEventCreate(&e0));
+            TT_CUDA_CHECK(cudaEventCreate(&e1));
+            const int reps = 10;
+            TT_CUDA_CHECK(cudaEventRecord(e0));
+            for (int i = 0; i < reps; ++i) round();
+            TT_CUDA_CHECK(cudaEventRecord(e1));
+            TT_CUDA_CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            TT_CUDA_CHECK(cudaEventDestroy(e0));
+            TT_CUDA_CHECK(cudaEventDestroy(e1));
+            const double us = 1e3 * ms / (reps * layers);
+            std::printf("[bench] decode attention bf16 %-13s heads %d/%d hd %d len %-6d splits %-3d: %8.2f us/layer  %7.1f GB/s\n",
+                        sh.name, sh.n_heads, sh.n_kv, sh.hd, sh.len, splits, us, double(layer_bytes) / (us * 1e-6) / 1e9);
+            const auto out = dout.get(q.size());
+            size_t bad = 0;
+            for (float f : out) bad += std::isfinite(f) ? 0 : 1;
+            EXPECT_EQ(bad, 0u) << sh.name << " len " << sh.len;
+        }
     }
 }

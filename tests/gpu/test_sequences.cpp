@@ -5,12 +5,14 @@
 // sequence alone (its prompt, then the same tokens one decode step at a time). A batched step
 // computes like a prefill (bf16 GEMM inputs for bf16 weights), so rows agree to the rounding of those
 // activations, not bit for bit: the bounds are per dtype, the figures printed. A one-sequence step
-// through decode_batch is the single-sequence decode graph: bit for bit. Models with recurrent
+// through decode_batch is the single-sequence decode graph: bit for bit. decode_batch_greedy's
+// device argmax equals the host's over decode_batch's rows of the same step. Models with recurrent
 // state (Qwen3.5) hold one sequence on CUDA: asking for three is a clear error.
 #include "backends/cuda/cuda_backend.h"
 #include "format/archive.h"
 #include "model/model_spec.h"
 #include "runtime/backend.h"
+#include "runtime/sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -146,6 +148,30 @@ TEST(Sequences, BatchedDecodeMatchesEachSequenceAlone) {
         for (int q = 0; q < 3; ++q) {
             multi->select_sequence(q);
             EXPECT_EQ(multi->n_past(), lens[q] + k_steps) << "sequence " << q;
+        }
+        // decode_batch_greedy (the server's greedy steps, the argmax on the device) chooses what the
+        // host's argmax chooses from decode_batch's rows of the same step: each step is run, the
+        // sequences rewound by one, and run again greedy. Three rows (the batched pass), then one (the
+        // decode graph's own argmax).
+        for (const std::vector<int>& seqs : {std::vector<int>{1, 2, 0}, std::vector<int>{2}}) {
+            std::vector<int32_t> tokens;
+            for (int q : seqs) tokens.push_back(fed[size_t(q)][size_t(k_steps)]);
+            const auto l = multi->decode_batch(seqs, tokens);
+            const size_t V = size_t(spec.vocab_size);
+            std::vector<int32_t> want_ids;
+            for (size_t i = 0; i < seqs.size(); ++i) want_ids.push_back(Sampler::argmax(l.subspan(i * V, V)));
+            for (int q : seqs) {
+                multi->select_sequence(q);
+                multi->rewind(multi->n_past() - 1);
+            }
+            std::vector<int32_t> ids(seqs.size(), -1);
+            multi->decode_batch_greedy(seqs, tokens, ids);
+            EXPECT_EQ(ids, want_ids) << seqs.size() << " rows";
+            for (int q : seqs) {
+                multi->select_sequence(q);
+                EXPECT_EQ(multi->n_past(), lens[q] + k_steps + 1) << "sequence " << q << " after the greedy step";
+                multi->rewind(lens[q] + k_steps);
+            }
         }
         // A sequence stepped twice in one batch, or one outside the slots: errors.
         const std::vector<int> twice = {1, 1};

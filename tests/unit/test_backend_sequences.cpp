@@ -125,6 +125,20 @@ TEST(BackendSequences, BatchedDecodeEqualsOneSequenceAtATime) {
         batched->select_sequence(s);
         EXPECT_EQ(batched->n_past(), int(prompts[size_t(s)].size()) + 1) << "sequence " << s;
     }
+    // The same step again through decode_batch_greedy: each row's first largest logit, and the
+    // sequences advanced as by decode_batch.
+    for (int s = 0; s < 3; ++s) {
+        batched->select_sequence(s);
+        batched->rewind(int(prompts[size_t(s)].size()));
+    }
+    std::vector<int32_t> ids(3, -1);
+    batched->decode_batch_greedy(seqs, next, ids);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        const auto row = std::span<const float>(got).subspan(i * vocab, vocab);
+        EXPECT_EQ(ids[i], int32_t(std::max_element(row.begin(), row.end()) - row.begin())) << "row " << i;
+        batched->select_sequence(seqs[i]);
+        EXPECT_EQ(batched->n_past(), int(prompts[size_t(seqs[i])].size()) + 1) << "sequence " << seqs[i];
+    }
     // Rewinding one sequence leaves the others alone.
     batched->select_sequence(1);
     batched->rewind(1);

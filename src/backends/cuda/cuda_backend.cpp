@@ -203,6 +203,7 @@ public:
     int max_sequences() const override { return n_seq_; }
     void select_sequence(int seq) override;
     std::span<const float> decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) override;
+    void decode_batch_greedy(std::span<const int> seqs, std::span<const int32_t> tokens, std::span<int32_t> ids) override;
     std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits) override;
     int32_t forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) override;
     StreamStats stream_stats() const override;
@@ -314,8 +315,13 @@ private:
     }
     // The selected slot's part of a per-layer cache (all slots alike, back to back).
     void* slot_ptr(const DeviceBuffer& b) const { return static_cast<uint8_t*>(b.ptr) + b.bytes / size_t(n_seq_) * size_t(cur_); }
-    // decode_batch's rows: {pos, slot} per row on the device (and pinned), and the attention
-    // scratch of every row.
+    // One decode step of the selected sequence through its graph; the argmax comes back.
+    int32_t decode_argmax(int32_t token);
+    // decode_batch's pass over several sequences (B >= 2, not safe): the rows' logits into
+    // host_batch_logits_, or (argmax_only) their argmax ids into host_batch_[2B, 3B).
+    void batch_step(std::span<const int> seqs, std::span<const int32_t> tokens, bool argmax_only);
+    // decode_batch's rows: {pos, slot} per row on the device (and pinned), then the rows' argmax
+    // ids, and the attention scratch of every row.
     int batch_cap_ = 0;
     DeviceBuffer batch_io_, batch_partial_, batch_arrivals_;
     int32_t* host_batch_ = nullptr;
@@ -1622,20 +1628,21 @@ std::span<const float> CudaBackend::forward(std::span<const int32_t> tokens, boo
     return {host_row_, count};
 }
 
+int32_t CudaBackend::decode_argmax(int32_t token) {
+    if (n_past_ + 1 > n_ctx_) fail("context overflow: {} tokens cached + 1 new exceed the context of {}", n_past_, n_ctx_);
+    if (token < 0 || token >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", token, spec_.vocab_size);
+    host_io_[0] = token;
+    host_io_[1] = n_past_;
+    run_decode_graph();  // ends with the argmax copied to host_io_[2]
+    ++n_past_;
+    return host_io_[2];
+}
+
 int32_t CudaBackend::forward_sample(std::span<const int32_t> tokens, Sampler& sampler, std::span<const int32_t> history) {
-    const SamplerConfig& c = sampler.config();
-    const bool greedy = c.temperature <= 0 && c.repeat_penalty == 1.0f;
-    if (!greedy) return Backend::forward_sample(tokens, sampler, history);  // host sampler on copied logits
+    // Sampling and the penalties (repeat, presence, frequency) run on the host over copied logits.
+    if (!sampler.config().plain_greedy()) return Backend::forward_sample(tokens, sampler, history);
     const int n = int(tokens.size());
-    if (n == 1) {
-        if (n_past_ + 1 > n_ctx_) fail("context overflow: {} tokens cached + 1 new exceed the context of {}", n_past_, n_ctx_);
-        if (tokens[0] < 0 || tokens[0] >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", tokens[0], spec_.vocab_size);
-        host_io_[0] = tokens[0];
-        host_io_[1] = n_past_;
-        run_decode_graph();  // ends with the argmax copied to host_io_[2]
-        ++n_past_;
-        return host_io_[2];
-    }
+    if (n == 1) return decode_argmax(tokens[0]);
     if (n_past_ + n > n_ctx_) fail("context overflow: {} tokens cached + {} new exceed the context of {}", n_past_, n, n_ctx_);
     for (int32_t id : tokens)
         if (id < 0 || id >= spec_.vocab_size) fail("token id {} is outside the vocabulary of {}", id, spec_.vocab_size);
@@ -1657,11 +1664,10 @@ void CudaBackend::select_sequence(int seq) {
 
 std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std::span<const int32_t> tokens) {
     TT_ASSERT(seqs.size() == tokens.size() && !seqs.empty());
-    const int B = int(seqs.size());
     const int selected = cur_;
     // One sequence: its own decode graph (the single-stream speed of run). The safe profile keeps
     // every step in f32: one sequence at a time (said at load).
-    if (B == 1) {
+    if (seqs.size() == 1) {
         select_sequence(seqs[0]);
         const auto row = forward(tokens, false);  // (its span stays valid: nothing below writes host_row_)
         select_sequence(selected);
@@ -1672,6 +1678,30 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
         select_sequence(selected);
         return rows;
     }
+    batch_step(seqs, tokens, false);
+    return {host_batch_logits_, seqs.size() * size_t(spec_.vocab_size)};
+}
+
+void CudaBackend::decode_batch_greedy(std::span<const int> seqs, std::span<const int32_t> tokens, std::span<int32_t> ids) {
+    TT_ASSERT(seqs.size() == tokens.size() && ids.size() == seqs.size() && !seqs.empty());
+    const int selected = cur_;
+    if (seqs.size() == 1) {  // the decode graph, which ends with the argmax: run's step exactly
+        select_sequence(seqs[0]);
+        ids[0] = decode_argmax(tokens[0]);
+        select_sequence(selected);
+        return;
+    }
+    if (profile_ == Profile::safe) {
+        Backend::decode_batch_greedy(seqs, tokens, ids);
+        select_sequence(selected);
+        return;
+    }
+    batch_step(seqs, tokens, true);
+    std::copy_n(host_batch_ + 2 * seqs.size(), seqs.size(), ids.begin());
+}
+
+void CudaBackend::batch_step(std::span<const int> seqs, std::span<const int32_t> tokens, bool argmax_only) {
+    const int B = int(seqs.size());
     std::vector<bool> seen(size_t(n_seq_), false);
     for (int i = 0; i < B; ++i) {
         const int q = seqs[size_t(i)];
@@ -1688,10 +1718,10 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
         if (host_batch_logits_) TT_CUDA_CHECK(cudaFreeHost(host_batch_logits_));
         host_batch_ = nullptr;
         host_batch_logits_ = nullptr;
-        TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_batch_), size_t(2 * B) * 4, cudaHostAllocDefault));
+        TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_batch_), size_t(3 * B) * 4, cudaHostAllocDefault));
         TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_batch_logits_), size_t(B) * size_t(spec_.vocab_size) * 4,
                                     cudaHostAllocDefault));
-        batch_io_ = DeviceBuffer(size_t(2 * B) * 4);
+        batch_io_ = DeviceBuffer(size_t(3 * B) * 4);
         batch_partial_ = DeviceBuffer(partial_.bytes * size_t(B));
         batch_arrivals_ = DeviceBuffer(arrivals_.bytes * size_t(B));
         TT_CUDA_CHECK(cudaMemset(batch_arrivals_.ptr, 0, batch_arrivals_.bytes));  // self-resetting from here on
@@ -1705,8 +1735,14 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
     const BatchRows rows{batch_io_.as<int32_t>(), batch_io_.as<int32_t>() + B};
     const auto t0 = std::chrono::steady_clock::now();
     prefill(tokens, true, &rows);
-    const size_t V = size_t(spec_.vocab_size);
-    TT_CUDA_CHECK(cudaMemcpyAsync(host_batch_logits_, plogits_.ptr, size_t(B) * V * 4, cudaMemcpyDeviceToHost, stream_));
+    const int V = spec_.vocab_size;
+    if (argmax_only) {
+        // Only the ids come down: B x 4 bytes instead of B x vocab x 4 (32 MB at 64 rows of 128K).
+        argmax_rows(plogits_.as<float>(), B, V, batch_io_.as<int32_t>() + 2 * B, stream_);
+        TT_CUDA_CHECK(cudaMemcpyAsync(host_batch_ + 2 * B, batch_io_.as<int32_t>() + 2 * B, size_t(B) * 4, cudaMemcpyDeviceToHost, stream_));
+    } else {
+        TT_CUDA_CHECK(cudaMemcpyAsync(host_batch_logits_, plogits_.ptr, size_t(B) * size_t(V) * 4, cudaMemcpyDeviceToHost, stream_));
+    }
     const auto t1 = std::chrono::steady_clock::now();
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (batch_timing_) {
@@ -1725,7 +1761,6 @@ std::span<const float> CudaBackend::decode_batch(std::span<const int> seqs, std:
     }
     ws_->check();
     for (int q : seqs) ++past_of(q);
-    return {host_batch_logits_, size_t(B) * V};
 }
 
 }  // namespace

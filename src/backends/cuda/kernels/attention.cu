@@ -9,6 +9,7 @@
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"
+#include "backends/cuda/kernels/ptx.cuh"
 #include "backends/cuda/kernels/rope.cuh"
 
 namespace tt::cuda {
@@ -24,14 +25,44 @@ __device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
     return max(k_min_chunk, (n_keys + n_splits - 1) / n_splits);
 }
 
+// E contiguous elements of one K or V row (in shared memory) as floats, in 16-byte loads.
+template <typename KV, int E>
+__device__ __forceinline__ void load_row_piece(const KV* p, float (&out)[E]) {
+    constexpr int vec = 16 / sizeof(KV);
+    static_assert(E % vec == 0);
+#pragma unroll
+    for (int c = 0; c < E / vec; ++c) {
+        const int4 raw = *reinterpret_cast<const int4*>(p + c * vec);
+        const KV* e = reinterpret_cast<const KV*>(&raw);
+#pragma unroll
+        for (int i = 0; i < vec; ++i) out[c * vec + i] = to_float(e[i]);
+    }
+}
+
+// The keys stream through shared memory in tiles of tile_rows(...) K and V rows, k_stages tiles in
+// flight (cp.async): the bytes a block has in flight no longer cost registers, so a block keeps
+// ~3 tiles (48 KB) of loads outstanding while its warps work on the fourth.
+constexpr int k_stages = 4;
+__host__ __device__ constexpr int tile_rows(int head_dim, int kv_bytes) {
+    const int r = 8192 / (head_dim * kv_bytes);  // 8 KB of K and 8 KB of V per tile
+    return r < 4 ? 4 : r > 64 ? 64 : r;
+}
+
 // One block per (KV head, split). ROPE: q and the newest k/v are the raw projections; the block
 // prepares its group's q heads itself (bias, q/k norm, RoPE: the same rope.cuh as prefill), and the
 // block whose split holds the newest position also writes that position's k and v into the cache.
-// The last block of a KV head to finish merges the splits of its group (no second launch).
-// NR: key floats per lane (head_dim <= 32 NR): 8 up to head_dim 256, 16 for Gemma 4's 512.
-template <typename W, typename KV, bool ROPE, int NR>
-__global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnArgs a, int max_chunk) {
-    extern __shared__ float smem[];
+// The split's keys then stream through shared memory (tile_rows, k_stages). In a tile, each key row
+// is read by T lanes (E elements each, 16-byte loads; T = head_dim / E rounded up to a power of
+// two), so a warp reads 32 / T rows per load and U rows per lane per step, every K and V element
+// loaded once for GB of the group's heads (a larger group takes several passes). Each warp keeps a
+// running softmax (max, sum, unnormalized output) per head over its keys — K and V of a key are
+// used together, no score buffer — and the block's warps are merged through shared memory. The
+// last block of a KV head to finish merges the splits of its group (no second launch).
+// E: 8 up to head_dim 256, 16 for Gemma 4's 512. GB: 4, or 8 for groups of 5..8 (Qwen2.5's 7).
+template <typename W, typename KV, bool ROPE, int E, int GB>
+__global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_kernel(DecodeAttnArgs a) {
+    constexpr int U = 2;
+    extern __shared__ __align__(16) float smem[];
     const int kvh = blockIdx.x, split = blockIdx.y, row = blockIdx.z;
     const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
     // The position was copied up before the step's first kernel: it does not depend on the previous one.
@@ -50,15 +81,21 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     const int chunk = split_chunk(len - first, a.n_splits);
     const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that see keys
     const int start = first + split * chunk, end = min(start + chunk, len);
-    float* s_q = smem;                  // [group][hd]
-    float* s_p = smem + group * hd;     // [group][max_chunk]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    const int R = tile_rows(hd, int(sizeof(KV))), row_bytes = hd * int(sizeof(KV));
+    float* s_q = smem;                  // [group][hd]
+    float* s_k = smem + group * hd;     // [hd]: the newest k while it is prepared
+    // [k_stages][K tile | V tile] of R rows; after the keys, [n_warps][GB][hd + 2]: the warps'
+    // outputs, max and sum (the host sizes it for the larger of the two).
+    float* s_tiles = s_k + hd;
+    float* s_red = s_tiles;
     if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
     {
-        // The cached keys and values before pos were written by earlier steps: under PDL they are
-        // pulled into L2 while the q/k/v GEMV finishes, so the score and output loops below wait
-        // on L2 instead of DRAM. One 128-byte line per thread and step.
-        const int lines = int((size_t(hd) * sizeof(KV) + 127) / 128), n = (min(end, pos) - start) * lines;
+        // The cached keys and values before pos were written by earlier steps: under PDL the
+        // split's first tiles are pulled into L2 while the q/k/v GEMV finishes (no more: a long
+        // split's whole range would not stay in L2 until its tiles are read).
+        const int lines = (row_bytes + 127) / 128;
+        const int n = (min(min(end, pos), start + 2 * k_stages * R) - start) * lines;
         for (int i = threadIdx.x; i < 2 * n; i += blockDim.x) {
             const int t = i < n ? i : i - n;
             const KV* cache = i < n ? k_cache : v_cache;
@@ -68,111 +105,191 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     }
     pdl_wait();  // q, k and v are the previous kernel's output
     pdl_launch_dependents();
-    {
-        if constexpr (ROPE) {
-            // One warp per head: the group's q heads, and the new k when this split holds the
-            // newest position (its k and v go into the cache before the scores read it). A
-            // KV-shared layer (r.k null) writes nothing: its source layer wrote the row this step.
-            const RopeArgs& r = a.rope;
-            const float* rq = r.q + size_t(row) * r.q_stride;
-            const float* rk = r.k ? r.k + size_t(row) * r.k_stride : nullptr;
-            const float* rv = r.v + size_t(row) * r.v_stride;
-            const bool newest = end == len && rk;
-            float* s_k = s_p;  // borrowed until the scores are written
-            for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
-                if (task < group) {
-                    const int h = kvh * group + task;
-                    const W* bq = static_cast<const W*>(r.bq);
-                    prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
-                                    static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                    r.attention_factor, pos);
-                } else {
-                    const W* bk = static_cast<const W*>(r.bk);
-                    const W* bv = static_cast<const W*>(r.bv);
-                    prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
-                                    static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                    r.attention_factor, pos);
-                    KV* kc = static_cast<KV*>(r.k_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                    KV* vc = static_cast<KV*>(r.v_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                    write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
-                                         r.norm_eps);
-                }
-            }
-        } else {
-            for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
-        }
-        __syncthreads();  // also makes this block's cache writes visible to its own reads below
-        const KV* kc = k_cache;
-        const KV* vc = v_cache;
-        // Scores: one warp per key row, lanes across head_dim; each warp loads k_batch rows before
-        // using any, so their DRAM latencies overlap instead of queueing one after another.
-        constexpr int k_batch = 4;
-        for (int j0 = start + warp; j0 < end; j0 += k_batch * n_warps) {
-            float kv_reg[k_batch][NR];
-#pragma unroll
-            for (int b = 0; b < k_batch; ++b) {
-                const int j = j0 + b * n_warps;
-                if (j < end) {
-                    const KV* krow = kc + size_t(j) * kv_dim + size_t(kvh) * hd;
-#pragma unroll
-                    for (int i = 0; i < NR; ++i)
-                        if (lane + 32 * i < hd) kv_reg[b][i] = to_float(krow[lane + 32 * i]);
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < k_batch; ++b) {
-                const int j = j0 + b * n_warps;
-                if (j >= end) break;
-                for (int g = 0; g < group; ++g) {
-                    float dot = 0;
-#pragma unroll
-                    for (int i = 0; i < NR; ++i)
-                        if (lane + 32 * i < hd) dot += s_q[g * hd + lane + 32 * i] * kv_reg[b][i];
-                    dot = warp_sum(dot) * a.scale;
-                    if (a.softcap > 0) dot = a.softcap * tanhf(dot / a.softcap);
-                    if (lane == 0) s_p[g * max_chunk + (j - start)] = dot;
-                }
+    if constexpr (ROPE) {
+        // One warp per head: the group's q heads, and the new k when this split holds the newest
+        // position (its k and v go into the cache before the keys are read). A KV-shared layer
+        // (r.k null) writes nothing: its source layer wrote the row this step.
+        const RopeArgs& r = a.rope;
+        const float* rq = r.q + size_t(row) * r.q_stride;
+        const float* rk = r.k ? r.k + size_t(row) * r.k_stride : nullptr;
+        const float* rv = r.v + size_t(row) * r.v_stride;
+        const bool newest = end == len && rk;
+        for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
+            if (task < group) {
+                const int h = kvh * group + task;
+                const W* bq = static_cast<const W*>(r.bq);
+                prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, pos);
+            } else {
+                const W* bk = static_cast<const W*>(r.bk);
+                const W* bv = static_cast<const W*>(r.bv);
+                prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, pos);
+                KV* kc = static_cast<KV*>(r.k_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                KV* vc = static_cast<KV*>(r.v_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
+                write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
+                                     r.norm_eps);
             }
         }
-        __syncthreads();
-        // Softmax statistics per query head of the group: one warp per head.
-        __shared__ float s_m[k_max_group], s_l[k_max_group];
-        const int n = end - start;
-        for (int g = warp; g < group; g += n_warps) {
-            float m = -INFINITY;
-            for (int j = lane; j < n; j += 32) m = fmaxf(m, s_p[g * max_chunk + j]);
-            m = warp_max(m);
-            float l = 0;
-            for (int j = lane; j < n; j += 32) {
-                const float p = __expf(s_p[g * max_chunk + j] - m);
-                s_p[g * max_chunk + j] = p;
-                l += p;
-            }
-            l = warp_sum(l);
-            if (lane == 0) {
-                s_m[g] = m;
-                s_l[g] = l;
-            }
-        }
-        __syncthreads();
-        // Output: threads across (head, dim); V rows read coalesced. A lone active split (short
-        // contexts) normalizes and writes the result itself: no partials, no merge.
-        float* part = partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
-        for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
-            const int g = i / hd, d = i % hd;
-            float acc = 0;
-            const KV* vcol = vc + size_t(start) * kv_dim + size_t(kvh) * hd + d;
-#pragma unroll 8
-            for (int j = 0; j < n; ++j) acc += s_p[g * max_chunk + j] * to_float(vcol[size_t(j) * kv_dim]);
-            if (n_active == 1) store_out((kvh * group + g) * hd + d, acc / s_l[g]);
-            else part[g * (hd + 2) + d] = acc;
-        }
-        if (n_active == 1) return;
-        for (int g = threadIdx.x; g < group; g += blockDim.x) {
-            part[g * (hd + 2) + hd] = s_m[g];
-            part[g * (hd + 2) + hd + 1] = s_l[g];
-        }
+        // The newest row goes to the cache from this block's threads and comes back through
+        // cp.async, which reads L2: the fence puts the writes there before the barrier.
+        if (newest) __threadfence();
+    } else {
+        for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
     }
+    __syncthreads();
+
+    const int n_tiles = (end - start + R - 1) / R;
+    const int pieces = row_bytes / 16;  // 16-byte pieces per row
+    // Tile t into stage st: K rows then V rows; rows past the split's end are zeros.
+    auto issue = [&](int t, int st) {
+        if (t < n_tiles) {
+            char* dst = reinterpret_cast<char*>(s_tiles) + size_t(st) * 2 * R * row_bytes;
+            for (int c = threadIdx.x; c < 2 * R * pieces; c += blockDim.x) {
+                const int which = c / (R * pieces), rem = c % (R * pieces), r = rem / pieces, pc = rem % pieces;
+                const int j = start + t * R + r;
+                const KV* src = (which ? v_cache : k_cache) + size_t(j < end ? j : start) * kv_dim + size_t(kvh) * hd;
+                cp_async16(smem_addr(dst + (which * R + r) * row_bytes + pc * 16), reinterpret_cast<const char*>(src) + pc * 16, j < end);
+            }
+        }
+        cp_async_commit();  // (an empty group past the last tile keeps the count of groups in step)
+    };
+
+    int T = 1;  // lanes per key row (a power of two, so that rows never straddle a warp's halves)
+    while (T * E < hd) T <<= 1;
+    const int rows_per_load = 32 / T, sub = lane / T, piece = (lane % T) * E;
+    const bool reads = piece < hd;  // head_dim 96: 12 of 16 lanes hold a piece
+    for (int g0 = 0; g0 < group; g0 += GB) {
+        const int ng = min(GB, group - g0);
+        float m[GB], l[GB], acc[GB][E];
+#pragma unroll
+        for (int g = 0; g < GB; ++g) {
+            m[g] = -INFINITY;
+            l[g] = 0;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[g][e] = 0;
+        }
+        for (int t = 0; t < k_stages - 1; ++t) issue(t, t);
+        for (int t = 0; t < n_tiles; ++t) {
+            issue(t + k_stages - 1, (t + k_stages - 1) % k_stages);
+            cp_async_wait<k_stages - 1>();
+            __syncthreads();  // tile t is in shared memory for every thread
+            const KV* kt = reinterpret_cast<const KV*>(reinterpret_cast<const char*>(s_tiles) + size_t(t % k_stages) * 2 * R * row_bytes);
+            const KV* vt = kt + size_t(R) * hd;
+            // rw is the warp's first row of the step (warp-uniform: the shuffles below need every
+            // lane); this lane's rows are rw + sub + u * rows_per_load.
+            for (int rw = warp * rows_per_load * U; rw < R; rw += n_warps * rows_per_load * U) {
+                float kr[U][E], vr[U][E];
+                bool valid[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int r = rw + sub + u * rows_per_load;
+                    valid[u] = r < R && start + t * R + r < end;
+                    if (reads && r < R) {
+                        load_row_piece<KV, E>(kt + size_t(r) * hd + piece, kr[u]);
+                        load_row_piece<KV, E>(vt + size_t(r) * hd + piece, vr[u]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < E; ++e) kr[u][e] = vr[u][e] = 0;
+                    }
+                }
+#pragma unroll
+                for (int g = 0; g < GB; ++g) {
+                    if (g >= ng) break;
+                    float qv[E];
+                    if (reads) {
+#pragma unroll
+                        for (int e = 0; e < E; e += 4) *reinterpret_cast<float4*>(&qv[e]) = *reinterpret_cast<const float4*>(s_q + (g0 + g) * hd + piece + e);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < E; ++e) qv[e] = 0;
+                    }
+                    float sc[U], mx = m[g];
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        float d = 0;
+#pragma unroll
+                        for (int e = 0; e < E; ++e) d += qv[e] * kr[u][e];
+                        for (int o = T / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+                        d *= a.scale;
+                        if (a.softcap > 0) d = a.softcap * tanhf(d / a.softcap);
+                        sc[u] = valid[u] ? d : -INFINITY;
+                        mx = fmaxf(mx, sc[u]);
+                    }
+                    // Rescaled only when the running max grows (seldom after a split's first keys); mx
+                    // stays -inf while none of this lane's rows has been in range.
+                    if (mx > m[g]) {
+                        const float corr = __expf(m[g] - mx);
+                        m[g] = mx;
+                        l[g] *= corr;
+#pragma unroll
+                        for (int e = 0; e < E; ++e) acc[g][e] *= corr;
+                    }
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const float p = sc[u] == -INFINITY ? 0.0f : __expf(sc[u] - mx);
+                        l[g] += p;
+#pragma unroll
+                        for (int e = 0; e < E; ++e) acc[g][e] += p * vr[u][e];
+                    }
+                }
+            }
+            __syncthreads();  // every warp is done with stage t % k_stages before it is refilled
+        }
+        cp_async_wait_all();  // (only empty groups are left)
+        // The warp's row groups (sub) into one state, then each warp's into shared memory.
+#pragma unroll
+        for (int g = 0; g < GB; ++g) {
+            for (int o = T; o < 32; o <<= 1) {
+                const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
+                const float mm = fmaxf(m[g], mo);
+                const float c0 = mm == -INFINITY ? 0.0f : __expf(m[g] - mm), c1 = mm == -INFINITY ? 0.0f : __expf(mo - mm);
+                l[g] = l[g] * c0 + lo * c1;
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[g][e] = acc[g][e] * c0 + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * c1;
+                m[g] = mm;
+            }
+            if (g < ng) {
+                float* r = s_red + (warp * GB + g) * (hd + 2);
+                if (sub == 0 && reads)
+#pragma unroll
+                    for (int e = 0; e < E; ++e) r[piece + e] = acc[g][e];
+                if (lane == 0) {
+                    r[hd] = m[g];
+                    r[hd + 1] = l[g];
+                }
+            }
+        }
+        __syncthreads();
+        // The block's warps merged; a lone active split (short contexts) normalizes and writes the
+        // result itself: no partials, no merge.
+        float* part = partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
+        for (int i = threadIdx.x; i < ng * hd; i += blockDim.x) {
+            const int g = i / hd, d = i % hd;
+            float mm = -INFINITY;
+            for (int w = 0; w < n_warps; ++w) mm = fmaxf(mm, s_red[(w * GB + g) * (hd + 2) + hd]);
+            float acc_d = 0, l_sum = 0;
+            for (int w = 0; w < n_warps; ++w) {
+                const float* r = s_red + (w * GB + g) * (hd + 2);
+                const float c = r[hd] == -INFINITY ? 0.0f : __expf(r[hd] - mm);  // a warp without keys
+                acc_d += r[d] * c;
+                l_sum += r[hd + 1] * c;
+            }
+            if (n_active == 1) {
+                store_out((kvh * group + g0 + g) * hd + d, acc_d / l_sum);
+            } else {
+                part[(g0 + g) * (hd + 2) + d] = acc_d;
+                if (d == 0) {
+                    part[(g0 + g) * (hd + 2) + hd] = mm;
+                    part[(g0 + g) * (hd + 2) + hd + 1] = l_sum;
+                }
+            }
+        }
+        __syncthreads();  // s_red (the tiles' space) is free for the next pass
+    }
+    if (n_active == 1) return;
     // The last of the KV head's active blocks to arrive merges (threadFenceReduction pattern: every
     // writer fences before the arrival count, the last arrival reads through L2).
     __threadfence();
@@ -184,7 +301,10 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
     if (threadIdx.x == 0) arrivals[kvh] = 0;  // ready for the next launch (graph replay)
     const size_t stride = size_t(group) * (hd + 2);
     const float* base = partial + size_t(kvh) * a.n_splits * stride;
-    __shared__ float s_gm[k_max_group], s_gl[k_max_group];
+    // Each split's weight per head, exp(m_split - m) / l, in shared memory (the tiles' space; the
+    // host sizes it for k_max_decode_splits per head of the group), so that the output loop below is only
+    // independent loads and FMAs, unrolled to keep several in flight.
+    float* s_w = s_tiles;
     for (int g = warp; g < group; g += n_warps) {
         float m = -INFINITY;
         for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * (hd + 2) + hd));
@@ -192,23 +312,23 @@ __global__ void __launch_bounds__(k_attn_threads) decode_attn_kernel(DecodeAttnA
         float l = 0;
         for (int sp = lane; sp < n_active; sp += 32) {
             const float* ps = base + sp * stride + g * (hd + 2);
-            l += __ldcg(ps + hd + 1) * __expf(__ldcg(ps + hd) - m);
+            const float w = __expf(__ldcg(ps + hd) - m);
+            s_w[g * n_active + sp] = w;
+            l += __ldcg(ps + hd + 1) * w;
         }
         l = warp_sum(l);
-        if (lane == 0) {
-            s_gm[g] = m;
-            s_gl[g] = l;
-        }
+        __syncwarp();
+        for (int sp = lane; sp < n_active; sp += 32) s_w[g * n_active + sp] /= l;
     }
     __syncthreads();
     for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
         const int g = i / hd, d = i % hd;
+        const float* ps = base + g * (hd + 2) + d;
+        const float* w = s_w + g * n_active;
         float acc = 0;
-        for (int sp = 0; sp < n_active; ++sp) {
-            const float* ps = base + sp * stride + g * (hd + 2);
-            acc += __ldcg(ps + d) * __expf(__ldcg(ps + hd) - s_gm[g]);
-        }
-        store_out((kvh * group + g) * hd + d, acc / s_gl[g]);
+#pragma unroll 8
+        for (int sp = 0; sp < n_active; ++sp) acc += __ldcg(ps + sp * stride) * w[sp];
+        store_out((kvh * group + g) * hd + d, acc);
     }
 }
 
@@ -254,20 +374,38 @@ int decode_attention_splits(int n_kv_heads, int n_sms) {
 }
 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
-    const int group = a.n_heads / a.n_kv_heads;
-    if (group > k_max_group || a.head_dim > 512) fail("decode attention: GQA group {} or head_dim {} too large", group, a.head_dim);
-    const int max_chunk = std::max(k_min_chunk, (a.n_ctx + a.n_splits - 1) / a.n_splits);
-    // s_p doubles as the newest k row under ROPE, so it holds at least head_dim floats.
-    const size_t smem = (size_t(group) * a.head_dim + std::max(size_t(group) * max_chunk, size_t(a.head_dim))) * sizeof(float);
+    const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
+    if (group > k_max_group || hd > 512 || hd % 8 != 0)
+        fail("decode attention: GQA group {} or head_dim {} not supported (at most {} and 512, head_dim a multiple of 8)", group,
+             hd, k_max_group);
     if (a.n_rows > 1 && (!a.rope_fused || !a.out_w)) fail("decode attention: a batched step needs rope_fused and out_w");
+    // The fused path reads the cache in the weights' dtype (runtime/device_buffers.h, kv_cache_dtype).
+    if (a.rope_fused && a.kv_dt != a.rope.wdt)
+        fail("decode attention: a {} KV cache with {} weights (the fused path keeps the cache in the weights' dtype)",
+             dtype_name(a.kv_dt), dtype_name(a.rope.wdt));
+    const int E = hd <= 256 ? 8 : 16, GB = E == 8 && group > 4 ? 8 : 4;
+    const size_t kv_bytes = dtype_size(a.kv_dt);
+    const size_t tiles = size_t(k_stages) * 2 * size_t(tile_rows(hd, int(kv_bytes))) * size_t(hd) * kv_bytes;
+    const size_t red = size_t(k_attn_threads / 32) * size_t(GB) * size_t(hd + 2) * sizeof(float);
+    const size_t weights = size_t(k_max_decode_splits) * size_t(group) * sizeof(float);  // the split merge's
+    const size_t smem = (size_t(group) * hd + hd) * sizeof(float) + std::max({tiles, red, weights});
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows));
-    const DType wdt = a.rope_fused ? a.rope.wdt : DType::f32;
-    TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, {
-        auto k = a.head_dim <= 256 ? (a.rope_fused ? decode_attn_kernel<W, KV, true, 8> : decode_attn_kernel<W, KV, false, 8>)
-                                   : (a.rope_fused ? decode_attn_kernel<W, KV, true, 16> : decode_attn_kernel<W, KV, false, 16>);
-        if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        launch(k, grid, k_attn_threads, smem, s, a, max_chunk);
-    }));
+    auto run = [&](auto kernel) {
+        if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        launch(kernel, grid, k_attn_threads, smem, s, a);
+    };
+    TT_DISPATCH_FLOAT(a.kv_dt, KV, {
+        // ROPE: the weights' dtype is the cache's; without, q and the output are f32.
+        if (a.rope_fused) {
+            if (E == 16) run(decode_attn_kernel<KV, KV, true, 16, 4>);
+            else if (GB == 8) run(decode_attn_kernel<KV, KV, true, 8, 8>);
+            else run(decode_attn_kernel<KV, KV, true, 8, 4>);
+        } else {
+            if (E == 16) run(decode_attn_kernel<float, KV, false, 16, 4>);
+            else if (GB == 8) run(decode_attn_kernel<float, KV, false, 8, 8>);
+            else run(decode_attn_kernel<float, KV, false, 8, 4>);
+        }
+    });
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -263,6 +263,8 @@ void gather_rows(const void* src, const int32_t* idx, int m, int cols, DType dt,
 // ---- sampling.cu ----
 // *out = argmax(x[0..n)) (lowest index among ties).
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s);
+// out[r] = argmax(x[r*n .. (r+1)*n)) for each of rows rows (a batched step's greedy tokens).
+void argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s);
 
 // ---- output_gate.cu ----  Qwen3.5's gated attention.
 // q[t, h*hd + i] = qg[t, h*2hd + i] and gate[t, h*hd + i] = qg[t, h*2hd + hd + i]: q_proj's [q_h | gate_h]

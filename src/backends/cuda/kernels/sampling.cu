@@ -66,12 +66,27 @@ __global__ void __launch_bounds__(k_threads) argmax_kernel(const float* x, int n
     for (int i = threadIdx.x; i < int(gridDim.x); i += blockDim.x) better(best, idx, __ldcg(&g_part_v[i]), __ldcg(&g_part_i[i]));
     block_better(best, idx);
     if (threadIdx.x == 0) {
-        *out = idx;
+        *out = idx == 0x7fffffff ? 0 : idx;  // (all NaN: 0, as Sampler::argmax)
         g_arrivals = 0;
     }
 }
 
+// One block per row: a batched step has a row for many SMs at once, so no cross-block merge is needed.
+__global__ void __launch_bounds__(1024) argmax_rows_kernel(const float* x, int n, int32_t* out) {
+    const float* row = x + size_t(blockIdx.x) * size_t(n);
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) better(best, idx, row[i], i);
+    block_better(best, idx);
+    if (threadIdx.x == 0) out[blockIdx.x] = idx == 0x7fffffff ? 0 : idx;  // (a row of NaNs: 0, as Sampler::argmax)
+}
+
 }  // namespace
+
+void argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {
+    argmax_rows_kernel<<<rows, 1024, 0, s>>>(x, n, out);
+    TT_CUDA_LAUNCH_CHECK();
+}
 
 void argmax(const float* x, int n, int32_t* out, cudaStream_t s) {
     // note: one block of 1024 threads took 50-60 us over a 150k vocabulary on the H200 (ncu).
