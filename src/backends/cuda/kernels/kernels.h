@@ -166,7 +166,8 @@ void per_layer_gate_act(const float* g, const float* pli, int ld_pli, int n, int
 // launch can live in a CUDA graph). With rope_fused, q and the new k/v are the raw projections
 // (rope.q/k/v, n = 1): biases, q/k norm and RoPE are applied in the kernel, and k/v are written
 // into the cache at *d_pos before use (rope.k_cache/v_cache must equal k_cache/v_cache; a
-// KV-shared layer passes rope.k = null and the source layer's caches). head_dim <= 512, GQA group <= 16.
+// KV-shared layer passes rope.k = null and the source layer's caches; the cache in the weights'
+// dtype, rope.wdt). head_dim <= 512 and a multiple of 8, GQA group <= 16. Caches 16-byte aligned.
 // Batched (n_rows > 1, rope_fused only: the server's decode step of several sequences): row r's
 // q/k/v are rope.q/k/v + r * rope.q/k/v_stride, its position d_pos[r], its cache the caches +
 // d_slot[r] * slot_stride elements (each sequence its own), its output out_w + r * out_stride in
