@@ -40,17 +40,7 @@ source "$repo/bench/lib/steps.sh"
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
   run_header
-  [ "${LLAMA:-1}" = 0 ] && say "LLAMA=0: llama.cpp is not built, converted or measured in this run"
-  [ "${LLAMA:-1}" = 0 ] || run_step "llama.cpp build (background, nice 15)" nice -n 15 bash "$carry/anchors/build_llama.sh" "$carry/anchors/llama.cpp-src.tar.xz" "$lldir" --background
-  run_step "checkpoint: random llama3-8b (transformers init, bf16) and its 512-token reference logits" \
-    timeout "$(cap 200)" python3 bench/hf_random_model.py llama3-8b "$ck" "$res/hf-ckpt.json" --ref-len 512 --no-speed --no-f32
-  [ -f "$ck/config.json" ] || { say "checkpoint step failed: nothing to measure"; return 1; }
-  { xz -dc "$carry/tokenizers/llama3/tokenizer.json.xz" >"$ck/tokenizer.json" && cp "$carry/tokenizers/llama3/tokenizer_config.json" "$ck/"; } || say "tokenizer copy failed"
-  mv "$ck/reference.safetensors" "$work/reference.safetensors"
-  [ "${LLAMA:-1}" = 0 ] || { say "=== GGUF conversion started in the background: $res/gguf-convert.log"; : >"$res/gguf-convert.log"; }
-  [ "${LLAMA:-1}" = 0 ] || setsid nohup bash -c "while [ ! -f '$lldir/lltrim/convert_hf_to_gguf.py' ]; do sleep 1; done; cd '$lldir/lltrim' && PYTHONPATH='$lldir/lltrim/gguf-py' python3 convert_hf_to_gguf.py '$ck' --outtype bf16 --outfile '$gguf'; echo GGUF_RC=\$?" \
-    >>"$res/gguf-convert.log" 2>&1 </dev/null &
-  run_step "convert --dtype bf16" timeout "$(cap 120)" "$TT" -q convert "$ck" -o "$work/bf16.thin" --dtype bf16
+  llama3_8b_setup || return 1
   for q in int8 int4; do
     run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
   done

@@ -1,6 +1,6 @@
 # Step helpers shared by the benchmark scripts that run inside one GPU-machine call against a
-# deadline (bench/moe_bench.sh, offload_bench.sh, arch_bench.sh, quant_bench.sh). The caller sets
-# t_start (date +%s), deadline (seconds from t_start) and log (a file) before using them.
+# deadline (bench/moe_bench.sh, offload_bench.sh, arch_bench.sh, quant_bench.sh, depth_bench.sh,
+# serve_bench.sh). The caller sets t_start (date +%s), deadline (seconds from t_start) and log (a file) before using them.
 elapsed() { echo $(( $(date +%s) - t_start )); }
 left() { echo $(( deadline - $(elapsed) )); }
 say() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(elapsed)" "$*" | tee -a "$log"; }
@@ -36,3 +36,22 @@ build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/bu
 gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
 build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$lldir/lltrim/build/bin/llama-bench" ]; }
 gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
+
+# llama3_8b_setup: the start of a benchmark against llama.cpp on the Llama-3-8B shape (the caller
+# sets carry, work, res, ck, lldir, gguf and TT): llama.cpp's build in the background (unless
+# LLAMA=0), transformers' random checkpoint with its 512-token reference logits (moved to
+# $work/reference.safetensors), the Llama-3 tokenizer beside it, its bf16 GGUF in the background,
+# and ThinTensor's bf16 archive $work/bf16.thin. Non-zero when the checkpoint could not be made.
+llama3_8b_setup() {
+  [ "${LLAMA:-1}" = 0 ] && say "LLAMA=0: llama.cpp is not built, converted or measured in this run"
+  [ "${LLAMA:-1}" = 0 ] || run_step "llama.cpp build (background, nice 15)" nice -n 15 bash "$carry/anchors/build_llama.sh" "$carry/anchors/llama.cpp-src.tar.xz" "$lldir" --background
+  run_step "checkpoint: random llama3-8b (transformers init, bf16) and its 512-token reference logits" \
+    timeout "$(cap 200)" python3 bench/hf_random_model.py llama3-8b "$ck" "$res/hf-ckpt.json" --ref-len 512 --no-speed --no-f32
+  [ -f "$ck/config.json" ] || { say "checkpoint step failed: nothing to measure"; return 1; }
+  { xz -dc "$carry/tokenizers/llama3/tokenizer.json.xz" >"$ck/tokenizer.json" && cp "$carry/tokenizers/llama3/tokenizer_config.json" "$ck/"; } || say "tokenizer copy failed"
+  mv "$ck/reference.safetensors" "$work/reference.safetensors"
+  [ "${LLAMA:-1}" = 0 ] || { say "=== GGUF conversion started in the background: $res/gguf-convert.log"; : >"$res/gguf-convert.log"; }
+  [ "${LLAMA:-1}" = 0 ] || setsid nohup bash -c "while [ ! -f '$lldir/lltrim/convert_hf_to_gguf.py' ]; do sleep 1; done; cd '$lldir/lltrim' && PYTHONPATH='$lldir/lltrim/gguf-py' python3 convert_hf_to_gguf.py '$ck' --outtype bf16 --outfile '$gguf'; echo GGUF_RC=\$?" \
+    >>"$res/gguf-convert.log" 2>&1 </dev/null &
+  run_step "convert --dtype bf16" timeout "$(cap 120)" "$TT" -q convert "$ck" -o "$work/bf16.thin" --dtype bf16
+}
