@@ -37,19 +37,8 @@ TEST(CudaKernelsBench, PrefillAttentionSpeed) {
         a.dt = DType::bf16; a.n_q = sh.n; a.n_heads = sh.n_heads; a.n_kv_heads = sh.n_kv; a.head_dim = sh.hd;
         a.q_pos0 = 0; a.window = sh.window; a.scale = 1.0f / std::sqrt(float(sh.hd)); a.softcap = 0;
         for (int i = 0; i < 3; ++i) cuda::prefill_attention(a, nullptr);
-        cudaEvent_t e0, e1;
-        TT_CUDA_CHECK(cudaEventCreate(&e0));
-        TT_CUDA_CHECK(cudaEventCreate(&e1));
         const int reps = 20;
-        TT_CUDA_CHECK(cudaEventRecord(e0));
-        for (int i = 0; i < reps; ++i) cuda::prefill_attention(a, nullptr);
-        TT_CUDA_CHECK(cudaEventRecord(e1));
-        TT_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        ms /= reps;
-        TT_CUDA_CHECK(cudaEventDestroy(e0));
-        TT_CUDA_CHECK(cudaEventDestroy(e1));
+        const float ms = cuda::time_launches_ms(reps, [&](int) { cuda::prefill_attention(a, nullptr); }) / reps;
         double pairs = 0;
         for (int i = 0; i < sh.n; ++i) pairs += sh.window > 0 ? std::min(i + 1, sh.window) : i + 1;
         const double tflops = 4.0 * sh.hd * sh.n_heads * pairs / (ms * 1e-3) / 1e12;
@@ -105,18 +94,8 @@ TEST(CudaKernelsBench, DecodeAttentionSpeed) {
                 }
             };
             round();
-            cudaEvent_t e0, e1;
-            TT_CUDA_CHECK(cudaEventCreate(&e0));
-            TT_CUDA_CHECK(cudaEventCreate(&e1));
             const int reps = 10;
-            TT_CUDA_CHECK(cudaEventRecord(e0));
-            for (int i = 0; i < reps; ++i) round();
-            TT_CUDA_CHECK(cudaEventRecord(e1));
-            TT_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            TT_CUDA_CHECK(cudaEventDestroy(e0));
-            TT_CUDA_CHECK(cudaEventDestroy(e1));
+            const float ms = cuda::time_launches_ms(reps, [&](int) { round(); });
             const double us = 1e3 * ms / (reps * layers);
             std::printf("[bench] decode attention bf16 %-13s heads %d/%d hd %d len %-6d splits %-3d: %8.2f us/layer  %7.1f GB/s\n",
                         sh.name, sh.n_heads, sh.n_kv, sh.hd, sh.len, splits, us, double(layer_bytes) / (us * 1e-6) / 1e9);

@@ -5,6 +5,7 @@
 // HBM (>= 512 MiB). GB/s counts the weight bytes. Not a test of correctness: a measurement the
 // benchmark notes quote. Run alone with: .carry/bin/gpu_tests --gtest_filter='CudaKernelsBench.BatchGemm*'
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_check.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -33,9 +34,6 @@ TEST(CudaKernelsBench, BatchGemmSpeed) {
     const size_t ws_bytes = size_t(64) << 20;
     void* ws;
     TT_CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
-    cudaEvent_t e0, e1;
-    TT_CUDA_CHECK(cudaEventCreate(&e0));
-    TT_CUDA_CHECK(cudaEventCreate(&e1));
     for (const Shape& sh : shapes) {
         const size_t wbytes = size_t(sh.rows) * sh.cols * 2;
         const int copies = int(std::max<size_t>(1, (size_t(512) << 20) / wbytes + 1));
@@ -53,13 +51,7 @@ TEST(CudaKernelsBench, BatchGemmSpeed) {
             auto time = [&](auto&& launch) {
                 for (int i = 0; i < copies; ++i) launch(w[size_t(i)]);
                 const int reps = std::max(20, 2 * copies);
-                TT_CUDA_CHECK(cudaEventRecord(e0));
-                for (int i = 0; i < reps; ++i) launch(w[size_t(i % copies)]);
-                TT_CUDA_CHECK(cudaEventRecord(e1));
-                TT_CUDA_CHECK(cudaEventSynchronize(e1));
-                float ms = 0;
-                TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-                return 1e3 * ms / reps;
+                return 1e3 * tt::cuda::time_launches_ms(reps, [&](int i) { launch(w[size_t(i % copies)]); }) / reps;
             };
             const float us_default = time([&](void* wp) {
                 TT_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, sh.rows, n, sh.cols, &alpha, wp, CUDA_R_16BF, sh.cols, x,

@@ -96,17 +96,7 @@ TEST(CudaKernelsBench, QuantGemvSpeed) {
             if (!profile)
                 for (auto& w : ws) launch(w);  // warm-up: first-launch costs, the occupancy query
             const int reps = profile ? 1 : std::max(40, 2 * copies);
-            cudaEvent_t e0, e1;
-            TT_CUDA_CHECK(cudaEventCreate(&e0));
-            TT_CUDA_CHECK(cudaEventCreate(&e1));
-            TT_CUDA_CHECK(cudaEventRecord(e0));
-            for (int i = 0; i < reps; ++i) launch(ws[size_t(i % copies)]);
-            TT_CUDA_CHECK(cudaEventRecord(e1));
-            TT_CUDA_CHECK(cudaEventSynchronize(e1));
-            float ms = 0;
-            TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-            TT_CUDA_CHECK(cudaEventDestroy(e0));
-            TT_CUDA_CHECK(cudaEventDestroy(e1));
+            const float ms = cuda::time_launches_ms(reps, [&](int i) { launch(ws[size_t(i % copies)]); });
             const double us = 1e3 * ms / reps, gbs = double(bytes) / (us * 1e-6) / 1e9;
             const std::string qn = q == QuantScheme::none ? "bf16" : std::string(quant_scheme_name(q));
             std::printf("[bench] gemv %-8s %-5s rows %6d cols %5d: %8.2f us  %7.1f GB/s  (%.1f MB per launch, %d copies)\n", sh.name,

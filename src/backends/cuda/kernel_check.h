@@ -15,6 +15,24 @@
 
 namespace tt::cuda {
 
+// Milliseconds the default stream takes for launch(0) .. launch(reps - 1), timed by events around
+// them (the speed benchmarks of tests/gpu).
+template <typename F>
+float time_launches_ms(int reps, F&& launch) {
+    cudaEvent_t e0, e1;
+    TT_CUDA_CHECK(cudaEventCreate(&e0));
+    TT_CUDA_CHECK(cudaEventCreate(&e1));
+    TT_CUDA_CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < reps; ++i) launch(i);
+    TT_CUDA_CHECK(cudaEventRecord(e1));
+    TT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    TT_CUDA_CHECK(cudaEventDestroy(e0));
+    TT_CUDA_CHECK(cudaEventDestroy(e1));
+    return ms;
+}
+
 // Rounds v to dtype in place (so CPU and GPU see identical values) and returns the stored bytes.
 inline std::vector<uint8_t> store(std::vector<float>& v, DType dt) {
     std::vector<uint8_t> b(v.size() * dtype_size(dt));
