@@ -78,7 +78,10 @@ TEST(CudaKernelsBench, DecodeAttentionSpeed) {
             TT_CUDA_CHECK(cudaMemset(kc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));  // bf16 ~0.012: finite keys and values
             TT_CUDA_CHECK(cudaMemset(vc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));
         }
-        for (int mult : {1, 2, 4}) {
+        // The CUDA-core kernel at the runtime's split count, the tensor-core one at 1x and 2x it.
+        const struct { bool cuda_cores; int mult; } runs[] = {{true, 1}, {false, 1}, {false, 2}};
+        for (const auto& run : runs) {
+            const int mult = run.mult;
             const int splits = std::min(k_max_decode_splits, mult * cuda::decode_attention_splits(sh.n_kv, sms));
             cuda::Dev part(decode_attention_partial_floats(sh.n_heads, sh.hd, splits) * 4);
             cuda::Dev arrivals(std::vector<int>(size_t(sh.n_kv), 0));
@@ -86,6 +89,7 @@ TEST(CudaKernelsBench, DecodeAttentionSpeed) {
             a.q = dq.as<float>(); a.kv_dt = DType::bf16; a.out = dout.as<float>(); a.partial = part.as<float>();
             a.arrivals = arrivals.as<int>(); a.d_pos = dpos.as<int>(); a.n_heads = sh.n_heads; a.n_kv_heads = sh.n_kv;
             a.head_dim = sh.hd; a.n_ctx = sh.len; a.n_splits = splits; a.scale = 1.0f / std::sqrt(float(sh.hd));
+            a.cuda_cores_only = run.cuda_cores;
             auto round = [&] {
                 for (int l = 0; l < layers; ++l) {
                     a.k_cache = kc[size_t(l)]->p;
@@ -97,8 +101,9 @@ TEST(CudaKernelsBench, DecodeAttentionSpeed) {
             const int reps = 10;
             const float ms = cuda::time_launches_ms(reps, [&](int) { round(); });
             const double us = 1e3 * ms / (reps * layers);
-            std::printf("[bench] decode attention bf16 %-13s heads %d/%d hd %d len %-6d splits %-3d: %8.2f us/layer  %7.1f GB/s\n",
-                        sh.name, sh.n_heads, sh.n_kv, sh.hd, sh.len, splits, us, double(layer_bytes) / (us * 1e-6) / 1e9);
+            std::printf("[bench] decode attention bf16 %-13s heads %d/%d hd %d len %-6d %-12s splits %-3d: %8.2f us/layer  %7.1f GB/s\n",
+                        sh.name, sh.n_heads, sh.n_kv, sh.hd, sh.len, run.cuda_cores ? "CUDA cores" : "tensor cores", splits, us,
+                        double(layer_bytes) / (us * 1e-6) / 1e9);
             const auto out = dout.get(q.size());
             size_t bad = 0;
             for (float f : out) bad += std::isfinite(f) ? 0 : 1;

@@ -327,6 +327,7 @@ private:
     int32_t* host_batch_ = nullptr;
     float* host_batch_logits_ = nullptr;  // pinned [batch_cap_, vocab]: a step's logits come down at full PCIe speed
     bool batch_timing_ = std::getenv("TT_BATCH_TIMING") != nullptr;
+    bool decode_attn_cuda_cores_ = false;
     int64_t batch_steps_ = 0, batch_rows_ = 0;
     double batch_issue_s_ = 0, batch_total_s_ = 0;
     float* host_row_ = nullptr;           // pinned [vocab]: forward()'s last logits (a copy to pageable memory is staged, slower)
@@ -481,6 +482,11 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     // TT_PDL=0 turns it off (an A/B knob for bench/quick_bench.sh).
     const char* pdl_env = std::getenv("TT_PDL");
     dependent_launch_ = devices[size_t(device_)].cc_major >= 9 && !ws_->streaming() && !(pdl_env && std::string(pdl_env) == "0");
+    // TT_DECODE_ATTN=cuda-cores keeps decode attention off the tensor cores (an A/B knob for
+    // bench/depth_bench.sh; kernels.h, decode_attention_tensor_cores).
+    const char* attn_env = std::getenv("TT_DECODE_ATTN");
+    decode_attn_cuda_cores_ = attn_env && std::string(attn_env) == "cuda-cores";
+    if (decode_attn_cuda_cores_) log::info("TT_DECODE_ATTN=cuda-cores: decode attention runs on the CUDA cores");
     // prefill_buffers() allocates the score buffers exactly when some layer lacks the flash kernel
     // (prefill_needs_scores, the same predicate).
     std::vector<int> no_flash;
@@ -839,7 +845,7 @@ void CudaBackend::decode_step() {
             at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
             at.n_heads = s.layer_n_heads(il); at.n_kv_heads = s.layer_n_kv_heads(il); at.head_dim = s.layer_head_dim(il);
             at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
-            at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+            at.scale = s.attn_scale; at.softcap = s.attn_softcap; at.cuda_cores_only = decode_attn_cuda_cores_;
             // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
             at.rope_fused = true;
             at.rope = rope_args(il, q_.as<float>(), own_kv ? k_.as<float>() : nullptr, k_eq_v ? k_.as<float>() : v_.as<float>(), 1);
@@ -1420,7 +1426,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                 at.partial = batch_partial_.as<float>(); at.arrivals = batch_arrivals_.as<int>(); at.d_pos = batch->d_pos;
                 at.n_heads = NH; at.n_kv_heads = NKV; at.head_dim = HD;
                 at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
-                at.scale = s.attn_scale; at.softcap = s.attn_softcap;
+                at.scale = s.attn_scale; at.softcap = s.attn_softcap; at.cuda_cores_only = decode_attn_cuda_cores_;
                 at.rope_fused = true;
                 at.rope = r;
                 at.rope.k_cache = L.k_cache.ptr; at.rope.v_cache = L.v_cache.ptr;  // the kernel adds each row's slot

@@ -471,7 +471,7 @@ struct DecodeShape {
     int reps;  // launches on the same buffers: the arrival counters must reset themselves (graph replay)
 };
 
-std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const DecodeShape& c, double tol) {
+std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const DecodeShape& c, bool cuda_cores_only, double tol) {
     const int KV = c.n_kv * c.hd, group = c.n_heads / c.n_kv, n_ctx = c.len + 5;
     auto q = randn(e.rng, size_t(c.n_heads) * c.hd), k = randn(e.rng, size_t(n_ctx) * KV), v = randn(e.rng, size_t(n_ctx) * KV);
     auto kb = store(k, kv_dt), vb = store(v, kv_dt);
@@ -503,6 +503,7 @@ std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const Decod
     a.window = c.window;
     a.scale = scale;
     a.softcap = c.softcap;
+    a.cuda_cores_only = cuda_cores_only;
     std::vector<Measured> out;
     for (int rep = 0; rep < c.reps; ++rep) {
         decode_attention(a, nullptr);
@@ -522,7 +523,7 @@ struct FusedShape {
 
 // The decode attention with RoPE fused: raw q/k/v of the newest token in, the cache row written
 // and the attention output equal to rope_qkv on the CPU followed by attention.
-std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const FusedShape& c, double tol) {
+std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const FusedShape& c, bool cuda_cores_only, double tol) {
     RopeSpec rs;
     rs.theta = c.rotated_pairs > 0 ? 1000000 : 10000;
     rs.rotary_dim = c.rotary;
@@ -615,6 +616,7 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     r.k_cache = dk.p;
     r.v_cache = dv.p;
     r.kv_dt = dt;
+    a.cuda_cores_only = cuda_cores_only;
     decode_attention(a, nullptr);
     const Floats got = dout.get(ref.size());
     const size_t es = dtype_size(dt);
@@ -1401,32 +1403,50 @@ std::vector<KernelCase> build_table() {
         add_rope_g4(dt, {8, 2, 512, 512, 3, 9, true, false, RopeScaling::proportional, false, true, false, true, 64});
     }
 
+    // Where the tensor-core kernel applies (16-bit caches, head_dim 64/128) each shape runs on both
+    // kernels: the CUDA-core one keeps q and the probabilities in f32 (exact up to the sums' order),
+    // the tensor-core one rounds them to the cache's dtype, as prefill does (prefill's bounds).
+    const auto mma_tol = [](DType dt) { return dt == bf16 ? 1e-2 : 4e-3; };
     auto add_decode = [&](DType kv, const DecodeShape& c, bool quick, double tol) {
-        add("decode_attention", kv,
-            fmt::format("heads {}/{} head_dim {} len {} window {} softcap {:g}, {} launch(es)", c.n_heads, c.n_kv, c.hd, c.len,
-                        c.window, c.softcap, c.reps),
-            quick, [=](CaseEnv& e) { return decode_attention_case(e, kv, c, tol); });
+        const std::string shape = fmt::format("heads {}/{} head_dim {} len {} window {} softcap {:g}, {} launch(es)", c.n_heads,
+                                              c.n_kv, c.hd, c.len, c.window, c.softcap, c.reps);
+        if (decode_attention_tensor_cores(kv, c.hd, c.n_heads / c.n_kv)) {
+            add("decode_attention", kv, shape + ", tensor cores", quick,
+                [=](CaseEnv& e) { return decode_attention_case(e, kv, c, false, mma_tol(kv)); });
+            add("decode_attention", kv, shape + ", CUDA cores", false,
+                [=](CaseEnv& e) { return decode_attention_case(e, kv, c, true, tol); });
+        } else {
+            add("decode_attention", kv, shape, quick, [=](CaseEnv& e) { return decode_attention_case(e, kv, c, false, tol); });
+        }
     };
     // GQA (4 query heads per KV head), a sequence long enough to be split over blocks, soft-capping.
     for (DType kv : {f32, bf16}) add_decode(kv, {8, 2, 64, 300, 0, 50.0f, 1}, true, 1e-4);
     const DecodeShape decode_sweep[] = {{4, 2, 16, 1, 0, 0, 2},       {4, 2, 16, 37, 8, 0, 2},         {32, 8, 128, 511, 0, 0, 2},
                                         {16, 8, 128, 3000, 0, 0, 2},  {8, 1, 64, 1025, 300, 50.0f, 2}, {12, 4, 256, 77, 0, 0, 2},
                                         {32, 8, 128, 16384, 0, 0, 2},
+                                        // the first position; Qwen2.5-0.5B's group of 7 across a split edge
+                                        {32, 8, 128, 1, 0, 0, 2},     {14, 2, 64, 129, 0, 0, 2},
                                         // Gemma 4: head_dim 512 (full layers), one KV head; with a window and soft-capping
                                         {8, 1, 512, 700, 0, 0, 2},    {8, 1, 512, 3000, 512, 30.0f, 2},
                                         // head_dim 96 (Phi-3), and the largest GQA group (16 query heads per KV head)
                                         {32, 32, 96, 200, 0, 0, 2},   {16, 1, 128, 70, 0, 0, 2}};
-    for (DType kv : {f32, bf16})
+    for (DType kv : {f32, f16, bf16})
         for (const DecodeShape& c : decode_sweep) add_decode(kv, c, false, 1e-5);
 
     const FusedShape fused_sweep[] = {{4, 2, 16, 16, 1, 0, false, false}, {16, 8, 128, 128, 300, 0, true, true},
                                       {8, 1, 64, 32, 1025, 100, false, true}, {32, 8, 128, 128, 17, 0, true, false}};
     for (DType dt : {f32, f16, bf16})
-        for (const FusedShape& c : fused_sweep)
-            add("decode_attention rope", dt,
-                fmt::format("heads {}/{} head_dim {} rotary {} len {} window {}{}{}", c.n_heads, c.n_kv, c.hd, c.rotary, c.len,
-                            c.window, c.norm ? ", q/k norm" : "", c.bias ? ", bias" : ""),
-                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, dt == f32 ? 1e-5 : 1e-2); });
+        for (const FusedShape& c : fused_sweep) {
+            const std::string shape = fmt::format("heads {}/{} head_dim {} rotary {} len {} window {}{}{}", c.n_heads, c.n_kv, c.hd,
+                                                  c.rotary, c.len, c.window, c.norm ? ", q/k norm" : "", c.bias ? ", bias" : "");
+            const double tol = dt == f32 ? 1e-5 : 1e-2;
+            const bool mma = decode_attention_tensor_cores(dt, c.hd, c.n_heads / c.n_kv);
+            add("decode_attention rope", dt, shape + (mma ? ", tensor cores" : ""), false,
+                [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, false, tol); });
+            if (mma)
+                add("decode_attention rope", dt, shape + ", CUDA cores", false,
+                    [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, true, tol); });
+        }
     // Gemma 4 (E2B's heads: 8 query heads, 1 KV head): the full layers' head_dim 512 with
     // proportional RoPE and the v-norm; a KV-shared layer reading the cache as its source left it;
     // attention_k_eq_v; the sliding layers' head_dim 256 with a window.
@@ -1440,7 +1460,7 @@ std::vector<KernelCase> build_table() {
             add("decode_attention rope", dt,
                 fmt::format("Gemma 4: heads {}/{} head_dim {} len {} window {}{}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
                             c.rotated_pairs ? ", proportional" : "", c.shared ? ", KV-shared" : "", c.k_eq_v ? ", k_eq_v" : ""),
-                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, dt == f32 ? 1e-5 : 1e-2); });
+                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, false, dt == f32 ? 1e-5 : 1e-2); });
 
     auto add_prefill = [&](DType dt, const PrefillShape& c, bool quick, double tol) {
         add("prefill_attention", dt,

@@ -2,28 +2,24 @@
 // blocks per KV head, each block scores its keys for all query heads of the GQA group (K and V rows
 // read once), keeps an unnormalized partial output with its running max and sum, and the last
 // block to finish merges the splits. RoPE and the KV-cache write of the new token can ride in the
-// same launch (one kernel per layer instead of three, which is what small models pay for). The
-// split size is computed on the device from the current length, so one graph-captured launch
-// serves every position. Prefill, for the models the flash kernel (flash_attention.cu) does not
+// same launch (one kernel per layer instead of three, which is what small models pay for). This
+// file's decode kernel runs on the CUDA cores and takes every dtype and head_dim; 16-bit caches of
+// head_dim 64 and 128 go to the tensor-core one (decode_attention_mma.cu), and both share
+// decode_attention.cuh. Prefill, for the models the flash kernel (flash_attention.cu) does not
 // cover: the masked softmax between the two cuBLAS products (scores = Q K^T, out = P V).
+#include "backends/cuda/kernels/decode_attention.cuh"
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
-#include "backends/cuda/kernels/rope.cuh"
 
 namespace tt::cuda {
 
 namespace {
 
 constexpr int k_attn_threads = 256;
-constexpr int k_max_group = 16;
 // Keys per split at least: short contexts use few splits (the merge then reads few partials).
 constexpr int k_min_chunk = 32;
-
-__device__ __forceinline__ int split_chunk(int n_keys, int n_splits) {
-    return max(k_min_chunk, (n_keys + n_splits - 1) / n_splits);
-}
 
 // E contiguous elements of one K or V row (in shared memory) as floats, in 16-byte loads.
 template <typename KV, int E>
@@ -48,39 +44,24 @@ __host__ __device__ constexpr int tile_rows(int head_dim, int kv_bytes) {
     return r < 4 ? 4 : r > 64 ? 64 : r;
 }
 
-// One block per (KV head, split). ROPE: q and the newest k/v are the raw projections; the block
-// prepares its group's q heads itself (bias, q/k norm, RoPE: the same rope.cuh as prefill), and the
-// block whose split holds the newest position also writes that position's k and v into the cache.
-// The split's keys then stream through shared memory (tile_rows, k_stages). In a tile, each key row
+// One block per (KV head, split, row); decode::load_queries prepares the group's q heads (and
+// writes the newest k/v when ROPE). The split's keys then stream through shared memory (tile_rows, k_stages). In a tile, each key row
 // is read by T lanes (E elements each, 16-byte loads; T = head_dim / E rounded up to a power of
 // two), so a warp reads 32 / T rows per load and U rows per lane per step, every K and V element
 // loaded once for GB of the group's heads (a larger group takes several passes). Each warp keeps a
 // running softmax (max, sum, unnormalized output) per head over its keys — K and V of a key are
-// used together, no score buffer — and the block's warps are merged through shared memory. The
-// last block of a KV head to finish merges the splits of its group (no second launch).
+// used together, no score buffer — and the block's warps are merged through shared memory
+// (decode::merge_warps). The last block of a KV head to finish merges the splits of its group
+// (decode::merge_splits: no second launch).
 // E: 8 up to head_dim 256, 16 for Gemma 4's 512. GB: 4, or 8 for groups of 5..8 (Qwen2.5's 7).
 template <typename W, typename KV, bool ROPE, int E, int GB>
 __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_kernel(DecodeAttnArgs a) {
     constexpr int U = 2;
     extern __shared__ __align__(16) float smem[];
-    const int kvh = blockIdx.x, split = blockIdx.y, row = blockIdx.z;
-    const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kv_dim = a.n_kv_heads * hd;
-    // The position was copied up before the step's first kernel: it does not depend on the previous one.
-    const int pos = a.d_pos[row], len = pos + 1;
-    // A batched step's row: its own sequence's caches, inputs, output and scratch.
-    const size_t cache_off = a.d_slot ? size_t(a.d_slot[row]) * a.slot_stride : 0;
-    const KV* k_cache = static_cast<const KV*>(a.k_cache) + cache_off;
-    const KV* v_cache = static_cast<const KV*>(a.v_cache) + cache_off;
-    float* partial = a.partial + row * a.partial_stride;
-    int* arrivals = a.arrivals + row * a.n_kv_heads;
-    auto store_out = [&](int i, float v) {
-        if (a.out_w) static_cast<W*>(a.out_w)[size_t(row) * a.out_stride + i] = from_float<W>(v);
-        else a.out[i] = v;
-    };
-    const int first = a.window > 0 ? max(0, len - a.window) : 0;
-    const int chunk = split_chunk(len - first, a.n_splits);
-    const int n_active = min(a.n_splits, (len - first + chunk - 1) / chunk);  // splits that see keys
-    const int start = first + split * chunk, end = min(start + chunk, len);
+    const decode::Block<KV> b = decode::block_of<KV>(a, k_min_chunk);
+    const int hd = b.hd, group = b.group, kv_dim = b.kv_dim, kvh = b.kvh, start = b.start, end = b.end;
+    const KV* k_cache = b.k_cache;
+    const KV* v_cache = b.v_cache;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     const int R = tile_rows(hd, int(sizeof(KV))), row_bytes = hd * int(sizeof(KV));
     float* s_q = smem;                  // [group][hd]
@@ -90,56 +71,10 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
     float* s_tiles = s_k + hd;
     float* s_red = s_tiles;
     if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
-    {
-        // The cached keys and values before pos were written by earlier steps: under PDL the
-        // split's first tiles are pulled into L2 while the q/k/v GEMV finishes (no more: a long
-        // split's whole range would not stay in L2 until its tiles are read).
-        const int lines = (row_bytes + 127) / 128;
-        const int n = (min(min(end, pos), start + 2 * k_stages * R) - start) * lines;
-        for (int i = threadIdx.x; i < 2 * n; i += blockDim.x) {
-            const int t = i < n ? i : i - n;
-            const KV* cache = i < n ? k_cache : v_cache;
-            const char* line = reinterpret_cast<const char*>(cache + size_t(start + t / lines) * kv_dim + size_t(kvh) * hd) + (t % lines) * 128;
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
-        }
-    }
+    decode::prefetch_first_rows(b, 2 * k_stages * R);
     pdl_wait();  // q, k and v are the previous kernel's output
     pdl_launch_dependents();
-    if constexpr (ROPE) {
-        // One warp per head: the group's q heads, and the new k when this split holds the newest
-        // position (its k and v go into the cache before the keys are read). A KV-shared layer
-        // (r.k null) writes nothing: its source layer wrote the row this step.
-        const RopeArgs& r = a.rope;
-        const float* rq = r.q + size_t(row) * r.q_stride;
-        const float* rk = r.k ? r.k + size_t(row) * r.k_stride : nullptr;
-        const float* rv = r.v + size_t(row) * r.v_stride;
-        const bool newest = end == len && rk;
-        for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
-            if (task < group) {
-                const int h = kvh * group + task;
-                const W* bq = static_cast<const W*>(r.bq);
-                prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
-                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, pos);
-            } else {
-                const W* bk = static_cast<const W*>(r.bk);
-                const W* bv = static_cast<const W*>(r.bv);
-                prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
-                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, pos);
-                KV* kc = static_cast<KV*>(r.k_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                KV* vc = static_cast<KV*>(r.v_cache) + cache_off + size_t(pos) * kv_dim + size_t(kvh) * hd;
-                write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
-                                     r.norm_eps);
-            }
-        }
-        // The newest row goes to the cache from this block's threads and comes back through
-        // cp.async, which reads L2: the fence puts the writes there before the barrier.
-        if (newest) __threadfence();
-    } else {
-        for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
-    }
-    __syncthreads();
+    decode::load_queries<W, KV, ROPE>(a, b, s_q, s_k);
 
     const int n_tiles = (end - start + R - 1) / R;
     const int pieces = row_bytes / 16;  // 16-byte pieces per row
@@ -263,73 +198,10 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
             }
         }
         __syncthreads();
-        // The block's warps merged; a lone active split (short contexts) normalizes and writes the
-        // result itself: no partials, no merge.
-        float* part = partial + (size_t(kvh) * a.n_splits + split) * group * (hd + 2);
-        for (int i = threadIdx.x; i < ng * hd; i += blockDim.x) {
-            const int g = i / hd, d = i % hd;
-            float mm = -INFINITY;
-            for (int w = 0; w < n_warps; ++w) mm = fmaxf(mm, s_red[(w * GB + g) * (hd + 2) + hd]);
-            float acc_d = 0, l_sum = 0;
-            for (int w = 0; w < n_warps; ++w) {
-                const float* r = s_red + (w * GB + g) * (hd + 2);
-                const float c = r[hd] == -INFINITY ? 0.0f : __expf(r[hd] - mm);  // a warp without keys
-                acc_d += r[d] * c;
-                l_sum += r[hd + 1] * c;
-            }
-            if (n_active == 1) {
-                store_out((kvh * group + g0 + g) * hd + d, acc_d / l_sum);
-            } else {
-                part[(g0 + g) * (hd + 2) + d] = acc_d;
-                if (d == 0) {
-                    part[(g0 + g) * (hd + 2) + hd] = mm;
-                    part[(g0 + g) * (hd + 2) + hd + 1] = l_sum;
-                }
-            }
-        }
+        decode::merge_warps<W, KV>(a, b, s_red, n_warps, GB, g0, ng);
         __syncthreads();  // s_red (the tiles' space) is free for the next pass
     }
-    if (n_active == 1) return;
-    // The last of the KV head's active blocks to arrive merges (threadFenceReduction pattern: every
-    // writer fences before the arrival count, the last arrival reads through L2).
-    __threadfence();
-    __syncthreads();
-    __shared__ bool s_last;
-    if (threadIdx.x == 0) s_last = atomicAdd(&arrivals[kvh], 1) == n_active - 1;
-    __syncthreads();
-    if (!s_last) return;
-    if (threadIdx.x == 0) arrivals[kvh] = 0;  // ready for the next launch (graph replay)
-    const size_t stride = size_t(group) * (hd + 2);
-    const float* base = partial + size_t(kvh) * a.n_splits * stride;
-    // Each split's weight per head, exp(m_split - m) / l, in shared memory (the tiles' space; the
-    // host sizes it for k_max_decode_splits per head of the group), so that the output loop below is only
-    // independent loads and FMAs, unrolled to keep several in flight.
-    float* s_w = s_tiles;
-    for (int g = warp; g < group; g += n_warps) {
-        float m = -INFINITY;
-        for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * (hd + 2) + hd));
-        m = warp_max(m);
-        float l = 0;
-        for (int sp = lane; sp < n_active; sp += 32) {
-            const float* ps = base + sp * stride + g * (hd + 2);
-            const float w = __expf(__ldcg(ps + hd) - m);
-            s_w[g * n_active + sp] = w;
-            l += __ldcg(ps + hd + 1) * w;
-        }
-        l = warp_sum(l);
-        __syncwarp();
-        for (int sp = lane; sp < n_active; sp += 32) s_w[g * n_active + sp] /= l;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
-        const int g = i / hd, d = i % hd;
-        const float* ps = base + g * (hd + 2) + d;
-        const float* w = s_w + g * n_active;
-        float acc = 0;
-#pragma unroll 8
-        for (int sp = 0; sp < n_active; ++sp) acc += __ldcg(ps + sp * stride) * w[sp];
-        store_out((kvh * group + g) * hd + d, acc);
-    }
+    decode::merge_splits<W, KV>(a, b, s_tiles);  // s_tiles: the split merge's weights
 }
 
 template <typename O>
@@ -375,14 +247,19 @@ int decode_attention_splits(int n_kv_heads, int n_sms) {
 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
-    if (group > k_max_group || hd > 512 || hd % 8 != 0)
+    if (group > decode::k_max_group || hd > 512 || hd % 8 != 0)
         fail("decode attention: GQA group {} or head_dim {} not supported (at most {} and 512, head_dim a multiple of 8)", group,
-             hd, k_max_group);
+             hd, decode::k_max_group);
     if (a.n_rows > 1 && (!a.rope_fused || !a.out_w)) fail("decode attention: a batched step needs rope_fused and out_w");
     // The fused path reads the cache in the weights' dtype (runtime/device_buffers.h, kv_cache_dtype).
     if (a.rope_fused && a.kv_dt != a.rope.wdt)
         fail("decode attention: a {} KV cache with {} weights (the fused path keeps the cache in the weights' dtype)",
              dtype_name(a.kv_dt), dtype_name(a.rope.wdt));
+    if (!a.cuda_cores_only && decode_attention_tensor_cores(a.kv_dt, hd, group)) {
+        decode::launch_mma(a, s);
+        TT_CUDA_LAUNCH_CHECK();
+        return;
+    }
     const int E = hd <= 256 ? 8 : 16, GB = E == 8 && group > 4 ? 8 : 4;
     const size_t kv_bytes = dtype_size(a.kv_dt);
     const size_t tiles = size_t(k_stages) * 2 * size_t(tile_rows(hd, int(kv_bytes))) * size_t(hd) * kv_bytes;

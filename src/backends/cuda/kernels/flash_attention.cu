@@ -30,26 +30,6 @@ namespace tt::cuda {
 
 namespace {
 
-constexpr float k_log2e = 1.4426950408889634f;
-
-// Two floats rounded to T and packed, lo in the low half (the lower column of a fragment pair).
-template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-}
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// 2^x (MUFU); ex2(-inf) = 0, which the masked scores rely on.
-__device__ __forceinline__ float ex2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // Tile shapes per head_dim. HD <= 128: 8 warps x 16 query rows, 64 keys per tile, Q held as A
 // fragments in registers (HD/4 registers) beside the HD/2 f32 output accumulators. HD = 256 would
 // need 64 + 128 registers for those alone: 4 warps, 32 keys per tile, Q re-read from shared memory.
@@ -62,12 +42,6 @@ template <int HD> constexpr size_t fa_smem_bytes() {
     using C = FaCfg<HD>;
     return (size_t(16 * C::warps) * HD + 4 * size_t(C::bn) * HD) * 2;  // Q tile + 2 x (K, V) tiles, 16-bit
 }
-
-// Shared-memory offset (elements) of 16-byte chunk `chunk` of row `row` in a [rows][HD] tile. The
-// chunk index is XORed with row % 8: the 8 rows one ldmatrix matrix reads (or one cp.async/uint4
-// store pass writes) at the same logical chunk then fall into 8 different 16-byte bank groups
-// instead of one (rows are a multiple of 128 bytes apart), so no bank conflicts.
-template <int HD> __device__ __forceinline__ int swz(int row, int chunk) { return row * HD + ((chunk ^ (row & 7)) << 3); }
 
 template <typename T, int HD, bool SOFTCAP>
 __global__ void __launch_bounds__(32 * FaCfg<HD>::warps, FaCfg<HD>::min_blocks) prefill_attn_kernel(PrefillAttnArgs a) {

@@ -191,8 +191,13 @@ struct DecodeAttnArgs {
     void* out_w = nullptr;        // batched output, [n_rows, out_stride] in rope.wdt
     int out_stride = 0;
     size_t partial_stride = 0;
+    bool cuda_cores_only = false;  // tests and A/B benchmarks: the CUDA-core kernel even where the tensor-core one applies
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
+// Whether decode_attention runs on the tensor cores (16-bit caches, head_dim 64 or 128): q and the
+// probabilities are then rounded to the cache's dtype for the two products, as in prefill; the
+// CUDA-core kernel keeps q and the probabilities in f32.
+bool decode_attention_tensor_cores(DType kv_dt, int head_dim, int group);
 // Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
 // decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h).
 int decode_attention_splits(int n_kv_heads, int n_sms);

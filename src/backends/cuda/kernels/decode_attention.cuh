@@ -1,0 +1,204 @@
+// The parts the two decode attention kernels share (attention.cu: CUDA cores, every dtype and
+// head_dim; decode_attention_mma.cu: tensor cores, 16-bit caches): which keys a block (KV head,
+// split, row) takes, the prologue that prepares its q heads (and writes the newest k/v when RoPE is
+// fused), and the two merges after the keys — the block's warps, then the splits of a KV head,
+// done by the last block to finish. Both kernels keep the same partial layout
+// ([n_kv_heads, n_splits, group, head_dim + 2]: the unnormalized output, then the max in natural
+// units, then the sum), so they round alike where they merge.
+#pragma once
+
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/rope.cuh"
+
+namespace tt::cuda::decode {
+
+constexpr int k_max_group = 16;
+
+// The tensor-core kernel (decode_attention_mma.cu), for what decode_attention_tensor_cores accepts;
+// decode_attention (attention.cu) checks the arguments and chooses.
+void launch_mma(const DecodeAttnArgs& a, cudaStream_t s);
+
+// One block's place in the launch (grid: n_kv_heads x n_splits x n_rows) and its keys [start, end).
+template <typename KV>
+struct Block {
+    int kvh, split, row, hd, group, kv_dim, pos, len;
+    size_t cache_off;
+    const KV *k_cache, *v_cache;
+    float* partial;
+    int* arrivals;
+    int n_active;    // splits that see keys
+    int start, end;  // this split's keys
+};
+
+// Keys per split: the visible keys evenly over n_splits, at least min_chunk (short contexts use
+// few splits, so the merge reads few partials). Computed on the device from the current length, so
+// one graph-captured launch serves every position.
+template <typename KV>
+__device__ __forceinline__ Block<KV> block_of(const DecodeAttnArgs& a, int min_chunk) {
+    Block<KV> b;
+    b.kvh = blockIdx.x;
+    b.split = blockIdx.y;
+    b.row = blockIdx.z;
+    b.hd = a.head_dim;
+    b.group = a.n_heads / a.n_kv_heads;
+    b.kv_dim = a.n_kv_heads * b.hd;
+    // The position was copied up before the step's first kernel: it does not depend on the previous one.
+    b.pos = a.d_pos[b.row];
+    b.len = b.pos + 1;
+    // A batched step's row: its own sequence's caches, inputs, output and scratch.
+    b.cache_off = a.d_slot ? size_t(a.d_slot[b.row]) * a.slot_stride : 0;
+    b.k_cache = static_cast<const KV*>(a.k_cache) + b.cache_off;
+    b.v_cache = static_cast<const KV*>(a.v_cache) + b.cache_off;
+    b.partial = a.partial + b.row * a.partial_stride;
+    b.arrivals = a.arrivals + b.row * a.n_kv_heads;
+    const int first = a.window > 0 ? max(0, b.len - a.window) : 0;
+    const int chunk = max(min_chunk, (b.len - first + a.n_splits - 1) / a.n_splits);
+    b.n_active = min(a.n_splits, (b.len - first + chunk - 1) / chunk);
+    b.start = first + b.split * chunk;
+    b.end = min(b.start + chunk, b.len);
+    return b;
+}
+
+template <typename W>
+__device__ __forceinline__ void store_out(const DecodeAttnArgs& a, int row, int i, float v) {
+    if (a.out_w) static_cast<W*>(a.out_w)[size_t(row) * a.out_stride + i] = from_float<W>(v);
+    else a.out[i] = v;
+}
+
+// The cached keys and values before pos were written by earlier steps: under PDL the split's first
+// `rows` rows are pulled into L2 while the q/k/v GEMV finishes (no more: a long split's whole range
+// would not stay in L2 until it is read).
+template <typename KV>
+__device__ __forceinline__ void prefetch_first_rows(const Block<KV>& b, int rows) {
+    const int row_bytes = b.hd * int(sizeof(KV)), lines = (row_bytes + 127) / 128;
+    const int n = (min(min(b.end, b.pos), b.start + rows) - b.start) * lines;
+    for (int i = threadIdx.x; i < 2 * n; i += blockDim.x) {
+        const int t = i < n ? i : i - n;
+        const KV* cache = i < n ? b.k_cache : b.v_cache;
+        const char* line = reinterpret_cast<const char*>(cache + size_t(b.start + t / lines) * b.kv_dim + size_t(b.kvh) * b.hd) +
+                           (t % lines) * 128;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+    }
+}
+
+// The group's q heads into s_q ([group][hd] f32), after pdl_wait(). ROPE: q and the newest k/v are
+// the raw projections; one warp per head prepares them (bias, q/k norm, RoPE: the same rope.cuh as
+// prefill), and the block whose split holds the newest position also writes that position's k and
+// v into the cache before any key is read. A KV-shared layer (r.k null) writes nothing: its source
+// layer wrote the row this step. s_k: [hd] f32 scratch for the new k. Ends with a barrier.
+template <typename W, typename KV, bool ROPE>
+__device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float* s_q, float* s_k) {
+    const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, hd = b.hd, group = b.group, kvh = b.kvh;
+    if constexpr (ROPE) {
+        const RopeArgs& r = a.rope;
+        const float* rq = r.q + size_t(b.row) * r.q_stride;
+        const float* rk = r.k ? r.k + size_t(b.row) * r.k_stride : nullptr;
+        const float* rv = r.v + size_t(b.row) * r.v_stride;
+        const bool newest = b.end == b.len && rk;
+        for (int task = warp; task < group + (newest ? 1 : 0); task += n_warps) {
+            if (task < group) {
+                const int h = kvh * group + task;
+                const W* bq = static_cast<const W*>(r.bq);
+                prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, b.pos);
+            } else {
+                const W* bk = static_cast<const W*>(r.bk);
+                const W* bv = static_cast<const W*>(r.bv);
+                prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                r.attention_factor, b.pos);
+                KV* kc = static_cast<KV*>(r.k_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
+                KV* vc = static_cast<KV*>(r.v_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
+                write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
+                                     r.norm_eps);
+            }
+        }
+        // The newest row goes to the cache from this block's threads and comes back through
+        // cp.async, which reads L2: the fence puts the writes there before the barrier.
+        if (newest) __threadfence();
+    } else {
+        for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
+    }
+    __syncthreads();
+}
+
+// The block's warps' states for heads g0 .. g0 + ng - 1 into one: s_red[(w * gb + g) * (hd + 2)]
+// holds warp w's unnormalized output for head g0 + g, then its max (natural units; -inf for a warp
+// without keys) and sum. A lone active split (short contexts) normalizes and writes the result
+// itself: no partials, no merge; otherwise the block's partial goes out for merge_splits.
+template <typename W, typename KV>
+__device__ void merge_warps(const DecodeAttnArgs& a, const Block<KV>& b, const float* s_red, int n_warps, int gb, int g0, int ng) {
+    const int hd = b.hd, group = b.group;
+    float* part = b.partial + (size_t(b.kvh) * a.n_splits + b.split) * group * (hd + 2);
+    for (int i = threadIdx.x; i < ng * hd; i += blockDim.x) {
+        const int g = i / hd, d = i % hd;
+        float mm = -INFINITY;
+        for (int w = 0; w < n_warps; ++w) mm = fmaxf(mm, s_red[(w * gb + g) * (hd + 2) + hd]);
+        float acc_d = 0, l_sum = 0;
+        for (int w = 0; w < n_warps; ++w) {
+            const float* r = s_red + (w * gb + g) * (hd + 2);
+            const float c = r[hd] == -INFINITY ? 0.0f : __expf(r[hd] - mm);
+            acc_d += r[d] * c;
+            l_sum += r[hd + 1] * c;
+        }
+        if (b.n_active == 1) {
+            store_out<W>(a, b.row, (b.kvh * group + g0 + g) * hd + d, acc_d / l_sum);
+        } else {
+            part[(g0 + g) * (hd + 2) + d] = acc_d;
+            if (d == 0) {
+                part[(g0 + g) * (hd + 2) + hd] = mm;
+                part[(g0 + g) * (hd + 2) + hd + 1] = l_sum;
+            }
+        }
+    }
+}
+
+// After every block's merge_warps: the last of the KV head's active blocks to arrive merges their
+// partials (threadFenceReduction pattern: every writer fences before the arrival count, the last
+// arrival reads through L2). s_w: shared memory for k_max_decode_splits weights per head of the
+// group. Called by every thread of every block that reached merge_warps.
+template <typename W, typename KV>
+__device__ void merge_splits(const DecodeAttnArgs& a, const Block<KV>& b, float* s_w) {
+    if (b.n_active == 1) return;
+    __threadfence();
+    __syncthreads();
+    __shared__ bool s_last;
+    if (threadIdx.x == 0) s_last = atomicAdd(&b.arrivals[b.kvh], 1) == b.n_active - 1;
+    __syncthreads();
+    if (!s_last) return;
+    if (threadIdx.x == 0) b.arrivals[b.kvh] = 0;  // ready for the next launch (graph replay)
+    const int hd = b.hd, group = b.group, n_active = b.n_active;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    const size_t stride = size_t(group) * (hd + 2);
+    const float* base = b.partial + size_t(b.kvh) * a.n_splits * stride;
+    // Each split's weight per head, exp(m_split - m) / l, in shared memory, so that the output loop
+    // below is only independent loads and FMAs, unrolled to keep several in flight.
+    for (int g = warp; g < group; g += n_warps) {
+        float m = -INFINITY;
+        for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * (hd + 2) + hd));
+        m = warp_max(m);
+        float l = 0;
+        for (int sp = lane; sp < n_active; sp += 32) {
+            const float* ps = base + sp * stride + g * (hd + 2);
+            const float w = __expf(__ldcg(ps + hd) - m);
+            s_w[g * n_active + sp] = w;
+            l += __ldcg(ps + hd + 1) * w;
+        }
+        l = warp_sum(l);
+        __syncwarp();
+        for (int sp = lane; sp < n_active; sp += 32) s_w[g * n_active + sp] /= l;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
+        const int g = i / hd, d = i % hd;
+        const float* ps = base + g * (hd + 2) + d;
+        const float* w = s_w + g * n_active;
+        float acc = 0;
+#pragma unroll 8
+        for (int sp = 0; sp < n_active; ++sp) acc += __ldcg(ps + sp * stride) * w[sp];
+        store_out<W>(a, b.row, (b.kvh * group + g) * hd + d, acc);
+    }
+}
+
+}  // namespace tt::cuda::decode

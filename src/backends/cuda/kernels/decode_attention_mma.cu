@@ -1,0 +1,232 @@
+// Decode attention on the tensor cores, for 16-bit caches of head_dim 64 or 128 (the CUDA-core
+// kernel in attention.cu takes the rest): the GQA group's query heads are the 16 rows of an
+// m16n8k16 tile (zero rows past the group), so one pass over a key's K and V row serves every head
+// of the group, S = Q K^T and out += P V run as in the prefill flash kernel (flash_attention.cu,
+// whose fragment-layout notes apply here unchanged), and the online softmax is that kernel's.
+//
+// Why: the CUDA-core kernel spends ~8 f32 FMAs, conversions and shuffles per cached element for a
+// group of 4, which at 16k keys kept it at 0.59 instructions per scheduler per cycle and 16% of
+// the memory bandwidth (bench/results/2026-12-03-h200-depth/attn-microbench.txt). Here a warp
+// spends 32 mma and 16 ldmatrix per 16 keys of head_dim 128.
+//
+// Work split: a block (KV head, split, row) has k_warps warps, each with its own cp.async ring of
+// k_stages stages of BN keys (K and V, 4 KB each), taking the split's chunks warp, warp + k_warps,
+// ... — no barrier between warps until their states are merged (decode::merge_warps), then the
+// splits (decode::merge_splits). Two blocks fit per SM.
+//
+// Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill
+// and transformers' bf16 attention do), f32 accumulation and softmax.
+#include "backends/cuda/kernels/decode_attention.cuh"
+#include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/launch.cuh"
+#include "backends/cuda/kernels/ptx.cuh"
+
+#include <algorithm>
+
+namespace tt::cuda {
+
+namespace {
+
+constexpr int k_warps = 4, k_stages = 3;
+// Keys per split at least: one split covers the whole context up to 128 keys (no partials to
+// merge, which is most of a short context's attention time).
+constexpr int k_min_chunk = 128;
+// Keys per warp and stage: 4 KB of K and 4 KB of V.
+template <int HD> constexpr int keys_per_stage() { return 2048 / HD; }
+template <int HD, typename T> constexpr size_t tiles_bytes() {
+    return size_t(k_warps) * k_stages * 2 * keys_per_stage<HD>() * HD * sizeof(T);
+}
+
+template <typename W, typename T, bool ROPE, int HD>
+__global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(DecodeAttnArgs a) {
+    constexpr int BN = keys_per_stage<HD>(), CH = HD / 8;  // CH: 16-byte chunks per row
+    extern __shared__ __align__(16) float smem[];
+    const decode::Block<T> b = decode::block_of<T>(a, k_min_chunk);
+    const int group = b.group;
+    float* s_q = smem;               // [group][HD] f32
+    float* s_k = s_q + group * HD;   // [HD]: the newest k while it is prepared
+    T* tiles = reinterpret_cast<T*>(s_k + HD);  // [k_warps][k_stages][K | V][BN][HD], swizzled
+    if (b.start >= b.end) return;  // an idle split: the active ones count their arrivals among themselves
+    decode::prefetch_first_rows(b, k_warps * k_stages * BN);
+    pdl_wait();  // q, k and v are the previous kernel's output
+    pdl_launch_dependents();
+    decode::load_queries<W, T, ROPE>(a, b, s_q, s_k);
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    // Q as A fragments (rows = the group's heads, zero past it), k-step kk: head_dim 16kk .. +15.
+    uint32_t qf[HD / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = g + 8 * (i & 1), k = 16 * kk + 2 * t4 + 8 * (i >> 1);
+            qf[kk][i] = r < group ? pack2<T>(s_q[r * HD + k], s_q[r * HD + k + 1]) : 0u;
+        }
+
+    // This warp's chunks of BN keys: warp, warp + k_warps, ... of the split's.
+    const int n_chunks = (b.end - b.start + BN - 1) / BN;
+    const int my_chunks = n_chunks > warp ? (n_chunks - warp + k_warps - 1) / k_warps : 0;
+    T* ring = tiles + size_t(warp) * k_stages * 2 * BN * HD;
+    const size_t head_off = size_t(b.kvh) * HD;
+    auto issue = [&](int i) {  // chunk i into stage i % k_stages; keys past the split's end are zeros
+        if (i < my_chunks) {
+            const int key0 = b.start + (warp + i * k_warps) * BN;
+            T* sk = ring + (i % k_stages) * 2 * BN * HD;
+            T* sv = sk + BN * HD;
+            for (int x = lane; x < BN * CH; x += 32) {
+                const int r = x / CH, c = x % CH, key = key0 + r;
+                const bool ok = key < b.end;
+                const size_t off = size_t(ok ? key : b.start) * b.kv_dim + head_off + c * 8;
+                cp_async16(smem_addr(sk + swz<HD>(r, c)), b.k_cache + off, ok);
+                cp_async16(smem_addr(sv + swz<HD>(r, c)), b.v_cache + off, ok);
+            }
+        }
+        cp_async_commit();  // (an empty group past the last chunk keeps the count of groups in step)
+    };
+
+    // ldmatrix row addresses per lane (flash_attention.cu's layout notes):
+    const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_chunk = (lane >> 3) & 1;  // B (K)
+    const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_chunk = lane >> 4;  // B (V, .trans)
+    const float scale_log2 = a.scale * k_log2e;
+    // Rows g (r = 0: c0, c1) and g + 8 (r = 1: c2, c3) of the tile; log2 domain; row_sum per lane.
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+    float o[HD / 8][4];
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+
+    for (int i = 0; i < k_stages - 1; ++i) issue(i);
+    for (int i = 0; i < my_chunks; ++i) {
+        issue(i + k_stages - 1);
+        cp_async_wait<k_stages - 1>();
+        __syncwarp();  // chunk i landed for every lane of the warp
+        const T* kt = ring + (i % k_stages) * 2 * BN * HD;
+        const T* vt = kt + BN * HD;
+        float s[BN / 8][4];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+            for (int np = 0; np < BN / 16; ++np) {
+                uint32_t kb[4];
+                ldmatrix_x4(kb, smem_addr(kt + swz<HD>(16 * np + kb_row, 2 * kk + kb_chunk)));
+                mma16816<T>(s[2 * np], qf[kk], kb[0], kb[1]);
+                mma16816<T>(s[2 * np + 1], qf[kk], kb[2], kb[3]);
+            }
+        // Scale (then soft-cap, s = cap * tanh(s * scale / cap)) into the log2 domain; keys past
+        // the split's end masked.
+        const int key0 = b.start + (warp + i * k_warps) * BN;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float x = a.softcap > 0 ? a.softcap * tanhf(s[j][e] * a.scale / a.softcap) * k_log2e : s[j][e] * scale_log2;
+                if (key0 + 8 * j + 2 * t4 + (e & 1) >= b.end) x = -INFINITY;
+                s[j][e] = x;
+            }
+        // Online softmax (every chunk has a key in range, so the new max is finite).
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mx = row_max[r];
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float alpha = ex2(row_max[r] - mx);  // 0 when the old max is -inf
+            row_max[r] = mx;
+            float sum = 0.0f;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                s[j][2 * r] = ex2(s[j][2 * r] - mx);
+                s[j][2 * r + 1] = ex2(s[j][2 * r + 1] - mx);
+                sum += s[j][2 * r] + s[j][2 * r + 1];
+            }
+            row_sum[r] = row_sum[r] * alpha + sum;
+#pragma unroll
+            for (int j = 0; j < HD / 8; ++j) {
+                o[j][2 * r] *= alpha;
+                o[j][2 * r + 1] *= alpha;
+            }
+        }
+        // out += P V: the S accumulators of key blocks 2kk, 2kk + 1 are P's A fragment for k-step kk.
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                                    pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int dp = 0; dp < HD / 16; ++dp) {
+                uint32_t vb[4];
+                ldmatrix_x4_trans(vb, smem_addr(vt + swz<HD>(16 * kk + vb_row, 2 * dp + vb_chunk)));
+                mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+                mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+            }
+        }
+        __syncwarp();  // every lane is done with the stage before the next issue refills it
+    }
+    cp_async_wait_all();  // (only empty groups are left)
+
+    // The warps' states (the group's rows) into shared memory over the tiles: output, max in
+    // natural units (-inf for a warp without keys), sum over the quad's columns.
+    float l[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l[r] = row_sum[r];
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    __syncthreads();  // every warp is done with its ring
+    float* s_red = reinterpret_cast<float*>(tiles);  // [k_warps][16][HD + 2]
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int head = g + 8 * r;
+        if (head >= group) continue;
+        float* dst = s_red + (warp * 16 + head) * (HD + 2);
+#pragma unroll
+        for (int j = 0; j < HD / 8; ++j) {
+            dst[8 * j + 2 * t4] = o[j][2 * r];
+            dst[8 * j + 2 * t4 + 1] = o[j][2 * r + 1];
+        }
+        if (t4 == 0) {
+            dst[HD] = row_max[r] * (1.0f / k_log2e);
+            dst[HD + 1] = l[r];
+        }
+    }
+    __syncthreads();
+    decode::merge_warps<W, T>(a, b, s_red, k_warps, 16, 0, group);
+    decode::merge_splits<W, T>(a, b, s_red);  // (its weights overwrite s_red after a barrier)
+}
+
+template <typename W, typename T, bool ROPE, int HD>
+void run(const DecodeAttnArgs& a, cudaStream_t s) {
+    auto kernel = decode_attn_mma_kernel<W, T, ROPE, HD>;
+    const int group = a.n_heads / a.n_kv_heads;
+    const size_t red = size_t(k_warps) * 16 * (HD + 2) * sizeof(float);
+    const size_t weights = size_t(k_max_decode_splits) * size_t(group) * sizeof(float);  // the split merge's
+    const size_t smem = size_t(group + 1) * HD * sizeof(float) + std::max({tiles_bytes<HD, T>(), red, weights});
+    TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    launch(kernel, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows)), k_warps * 32, smem, s, a);
+}
+
+}  // namespace
+
+bool decode_attention_tensor_cores(DType kv_dt, int head_dim, int group) {
+    return (kv_dt == DType::bf16 || kv_dt == DType::f16) && (head_dim == 64 || head_dim == 128) && group <= decode::k_max_group;
+}
+
+namespace decode {
+
+void launch_mma(const DecodeAttnArgs& a, cudaStream_t s) {
+    // ROPE: the weights' dtype is the cache's; without, q and the output are f32.
+    using bf16 = __nv_bfloat16;
+    if (a.kv_dt == DType::bf16) {
+        if (a.rope_fused) a.head_dim == 64 ? run<bf16, bf16, true, 64>(a, s) : run<bf16, bf16, true, 128>(a, s);
+        else a.head_dim == 64 ? run<float, bf16, false, 64>(a, s) : run<float, bf16, false, 128>(a, s);
+    } else {
+        if (a.rope_fused) a.head_dim == 64 ? run<__half, __half, true, 64>(a, s) : run<__half, __half, true, 128>(a, s);
+        else a.head_dim == 64 ? run<float, __half, false, 64>(a, s) : run<float, __half, false, 128>(a, s);
+    }
+}
+
+}  // namespace decode
+
+}  // namespace tt::cuda
