@@ -37,9 +37,13 @@ constexpr bool flash_prefill_supported(DType kv, int head_dim) {
     return (kv == DType::bf16 || kv == DType::f16) && (head_dim == 64 || head_dim == 128 || head_dim == 256);
 }
 
-// Floats of decode attention's scratch for n_splits splits: [n_kv_heads, n_splits, group, head_dim + 2].
+// Floats of one query head's row in decode attention's scratch: the unnormalized output, its max
+// and sum, padded to a multiple of 4 so that the split merge reads rows in 16-byte loads (head_dim
+// is a multiple of 8).
+constexpr int decode_attention_partial_row(int head_dim) { return head_dim + 4; }
+// Floats of decode attention's scratch for n_splits splits: [n_kv_heads, n_splits, group, partial_row].
 constexpr size_t decode_attention_partial_floats(int n_heads, int head_dim, int n_splits) {
-    return size_t(n_heads) * size_t(n_splits) * size_t(head_dim + 2);
+    return size_t(n_heads) * size_t(n_splits) * size_t(decode_attention_partial_row(head_dim));
 }
 
 struct BufferSize {

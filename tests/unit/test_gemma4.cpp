@@ -309,7 +309,7 @@ TEST(Gemma4, DeviceBuffersHoldTheLargestLayer) {
     EXPECT_EQ(db(DecodeBuf::k), 32u * 4);
     EXPECT_EQ(db(DecodeBuf::att), 4u * 32 * 4);
     EXPECT_EQ(db(DecodeBuf::ffn), 256u * 4);
-    EXPECT_EQ(db(DecodeBuf::partial), 4u * 4 * (32 + 2) * 4);  // heads x splits x (head_dim + 2)
+    EXPECT_EQ(db(DecodeBuf::partial), 4u * 4 * (32 + 4) * 4);  // heads x splits x (head_dim + 4: output, max, sum, padding)
     EXPECT_EQ(db(DecodeBuf::ple), 6u * 8 * 4);
     EXPECT_EQ(db(DecodeBuf::ple_gate), 8u * 4);
     EXPECT_EQ(db(DecodeBuf::post_arrivals), 4u);  // the fused post-norm's counter (sandwich norms)

@@ -3,8 +3,8 @@
 // split, row) takes, the prologue that prepares its q heads (and writes the newest k/v when RoPE is
 // fused), and the two merges after the keys — the block's warps, then the splits of a KV head,
 // done by the last block to finish. Both kernels keep the same partial layout
-// ([n_kv_heads, n_splits, group, head_dim + 2]: the unnormalized output, then the max in natural
-// units, then the sum), so they round alike where they merge.
+// ([n_kv_heads, n_splits, group, decode_attention_partial_row(head_dim)]: the unnormalized output,
+// then the max in natural units, then the sum, then padding), so they round alike where they merge.
 #pragma once
 
 #include "backends/cuda/kernels/kernels.h"
@@ -129,8 +129,8 @@ __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float*
 // itself: no partials, no merge; otherwise the block's partial goes out for merge_splits.
 template <typename W, typename KV>
 __device__ void merge_warps(const DecodeAttnArgs& a, const Block<KV>& b, const float* s_red, int n_warps, int gb, int g0, int ng) {
-    const int hd = b.hd, group = b.group;
-    float* part = b.partial + (size_t(b.kvh) * a.n_splits + b.split) * group * (hd + 2);
+    const int hd = b.hd, group = b.group, prow = decode_attention_partial_row(hd);
+    float* part = b.partial + (size_t(b.kvh) * a.n_splits + b.split) * group * prow;
     for (int i = threadIdx.x; i < ng * hd; i += blockDim.x) {
         const int g = i / hd, d = i % hd;
         float mm = -INFINITY;
@@ -145,10 +145,10 @@ __device__ void merge_warps(const DecodeAttnArgs& a, const Block<KV>& b, const f
         if (b.n_active == 1) {
             store_out<W>(a, b.row, (b.kvh * group + g0 + g) * hd + d, acc_d / l_sum);
         } else {
-            part[(g0 + g) * (hd + 2) + d] = acc_d;
+            part[(g0 + g) * prow + d] = acc_d;
             if (d == 0) {
-                part[(g0 + g) * (hd + 2) + hd] = mm;
-                part[(g0 + g) * (hd + 2) + hd + 1] = l_sum;
+                part[(g0 + g) * prow + hd] = mm;
+                part[(g0 + g) * prow + hd + 1] = l_sum;
             }
         }
     }
@@ -168,19 +168,19 @@ __device__ void merge_splits(const DecodeAttnArgs& a, const Block<KV>& b, float*
     __syncthreads();
     if (!s_last) return;
     if (threadIdx.x == 0) b.arrivals[b.kvh] = 0;  // ready for the next launch (graph replay)
-    const int hd = b.hd, group = b.group, n_active = b.n_active;
+    const int hd = b.hd, group = b.group, n_active = b.n_active, prow = decode_attention_partial_row(hd);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    const size_t stride = size_t(group) * (hd + 2);
+    const size_t stride = size_t(group) * prow;
     const float* base = b.partial + size_t(b.kvh) * a.n_splits * stride;
     // Each split's weight per head, exp(m_split - m) / l, in shared memory, so that the output loop
-    // below is only independent loads and FMAs, unrolled to keep several in flight.
+    // below is only independent loads and FMAs.
     for (int g = warp; g < group; g += n_warps) {
         float m = -INFINITY;
-        for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * (hd + 2) + hd));
+        for (int sp = lane; sp < n_active; sp += 32) m = fmaxf(m, __ldcg(base + sp * stride + g * prow + hd));
         m = warp_max(m);
         float l = 0;
         for (int sp = lane; sp < n_active; sp += 32) {
-            const float* ps = base + sp * stride + g * (hd + 2);
+            const float* ps = base + sp * stride + g * prow;
             const float w = __expf(__ldcg(ps + hd) - m);
             s_w[g * n_active + sp] = w;
             l += __ldcg(ps + hd + 1) * w;
@@ -190,14 +190,32 @@ __device__ void merge_splits(const DecodeAttnArgs& a, const Block<KV>& b, float*
         for (int sp = lane; sp < n_active; sp += 32) s_w[g * n_active + sp] /= l;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
-        const int g = i / hd, d = i % hd;
-        const float* ps = base + g * (hd + 2) + d;
+    // The output in 16-byte pieces (rows are 16-byte aligned, head_dim a multiple of 8): a group of
+    // 4 at head_dim 128 is one piece per thread of a 128-thread block, so each thread's loads over
+    // the splits are its only chain of L2 round trips, eight in flight. This merge runs after the
+    // last block's keys, in series with the step: with one output element per thread it measured
+    // several microseconds per layer.
+    const int pieces = hd / 4;
+    const size_t stride4 = stride / 4;
+    for (int i = threadIdx.x; i < group * pieces; i += blockDim.x) {
+        const int g = i / pieces, d = (i % pieces) * 4;
+        const float4* ps = reinterpret_cast<const float4*>(base + g * prow + d);
         const float* w = s_w + g * n_active;
-        float acc = 0;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 8
-        for (int sp = 0; sp < n_active; ++sp) acc += __ldcg(ps + sp * stride) * w[sp];
-        store_out<W>(a, b.row, (b.kvh * group + g) * hd + d, acc);
+        for (int sp = 0; sp < n_active; ++sp) {
+            const float4 p = __ldcg(ps + sp * stride4);
+            const float ws = w[sp];
+            acc.x += p.x * ws;
+            acc.y += p.y * ws;
+            acc.z += p.z * ws;
+            acc.w += p.w * ws;
+        }
+        const int o = (b.kvh * group + g) * hd + d;
+        store_out<W>(a, b.row, o, acc.x);
+        store_out<W>(a, b.row, o + 1, acc.y);
+        store_out<W>(a, b.row, o + 2, acc.z);
+        store_out<W>(a, b.row, o + 3, acc.w);
     }
 }
 

@@ -177,7 +177,7 @@ struct DecodeAttnArgs {
     const float* q;            // [n_heads * head_dim], already rotated (when !rope_fused)
     const void* k_cache; const void* v_cache; DType kv_dt;  // [n_ctx, kv_dim]
     float* out;                // [n_heads * head_dim]
-    float* partial;            // scratch: [n_kv_heads, n_splits, group, head_dim + 2]
+    float* partial;            // scratch: [n_kv_heads, n_splits, group, decode_attention_partial_row(head_dim)]
     int* arrivals;             // scratch: [n_kv_heads] ints, zero before the first launch (self-resetting)
     const int* d_pos;
     int n_heads, n_kv_heads, head_dim, n_ctx, n_splits;
