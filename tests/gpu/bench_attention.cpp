@@ -78,11 +78,10 @@ TEST(CudaKernelsBench, DecodeAttentionSpeed) {
             TT_CUDA_CHECK(cudaMemset(kc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));  // bf16 ~0.012: finite keys and values
             TT_CUDA_CHECK(cudaMemset(vc.back()->p, 0x3c, size_t(sh.len) * kv_dim * 2));
         }
-        // Each kernel at the runtime's split count (decode_attention_splits), and the tensor-core one
-        // also at the CUDA-core one's (two waves of blocks instead of one).
-        const struct { bool cuda_cores; int mult; } runs[] = {{true, 1}, {false, 1}, {false, 2}};
+        // The CUDA-core kernel at the runtime's split count, the tensor-core one at 1x, 1/2 and 2x it.
+        const struct { bool cuda_cores; int mult, div; } runs[] = {{true, 1, 1}, {false, 1, 1}, {false, 1, 2}, {false, 2, 1}};
         for (const auto& run : runs) {
-            const int splits = std::min(k_max_decode_splits, run.mult * cuda::decode_attention_splits(sh.n_kv, sms, !run.cuda_cores));
+            const int splits = std::clamp(run.mult * cuda::decode_attention_splits(sh.n_kv, sms) / run.div, 1, k_max_decode_splits);
             cuda::Dev part(decode_attention_partial_floats(sh.n_heads, sh.hd, splits) * 4);
             cuda::Dev arrivals(std::vector<int>(size_t(sh.n_kv), 0));
             cuda::DecodeAttnArgs a{};

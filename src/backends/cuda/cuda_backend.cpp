@@ -372,13 +372,7 @@ private:
     // layers, the gated MLP GEMV).
     float* settle_residual();
     Profile profile_ = Profile::balanced;
-    int n_splits_ = 1;  // the decode attention scratch's capacity: the most any layer launches (layer_splits)
-    // Layer il's decode attention splits: one wave of blocks on the tensor-core kernel, two on the
-    // CUDA-core one (decode_attention_splits); never more than n_splits_ (fewer KV heads, more splits).
-    int layer_splits(int il) const {
-        const int kvh = spec_.layer_n_kv_heads(il), hd = spec_.layer_head_dim(il), group = spec_.layer_n_heads(il) / kvh;
-        return decode_attention_splits(kvh, n_sms_, !decode_attn_cuda_cores_ && decode_attention_tensor_cores(kvdt_, hd, group));
-    }
+    int n_splits_ = 1;
     bool dependent_launch_ = false;  // decode kernels under programmatic dependent launch (launch.h)
     int32_t* host_io_ = nullptr;  // pinned {token, pos, result}
     std::vector<cudaGraphExec_t> graphs_;  // the decode step per slot (its cache addresses), null until first used
@@ -850,7 +844,7 @@ void CudaBackend::decode_step() {
             at.k_cache = slot_ptr(C.k_cache); at.v_cache = slot_ptr(C.v_cache); at.kv_dt = kvdt_;
             at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
             at.n_heads = s.layer_n_heads(il); at.n_kv_heads = s.layer_n_kv_heads(il); at.head_dim = s.layer_head_dim(il);
-            at.n_ctx = n_ctx_; at.n_splits = layer_splits(il); at.window = sliding ? s.sliding_window : 0;
+            at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
             at.scale = s.attn_scale; at.softcap = s.attn_softcap; at.cuda_cores_only = decode_attn_cuda_cores_;
             // q/k norm, RoPE and the cache write of the new k and v happen inside the attention launch.
             at.rope_fused = true;
@@ -1431,7 +1425,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                 at.k_cache = C.k_cache.ptr; at.v_cache = C.v_cache.ptr; at.kv_dt = kvdt_;
                 at.partial = batch_partial_.as<float>(); at.arrivals = batch_arrivals_.as<int>(); at.d_pos = batch->d_pos;
                 at.n_heads = NH; at.n_kv_heads = NKV; at.head_dim = HD;
-                at.n_ctx = n_ctx_; at.n_splits = layer_splits(il); at.window = sliding ? s.sliding_window : 0;
+                at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
                 at.scale = s.attn_scale; at.softcap = s.attn_softcap; at.cuda_cores_only = decode_attn_cuda_cores_;
                 at.rope_fused = true;
                 at.rope = r;

@@ -481,8 +481,7 @@ std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const Decod
     for (int h = 0; h < c.n_heads; ++h)
         cpu::attend_head(&q[size_t(h) * c.hd], k.data(), v.data(), KV, (h / group) * c.hd, c.hd, first, pos, scale, c.softcap,
                          scores.data(), &ref[size_t(h) * c.hd]);
-    // The runtime's split count for the kernel that runs (CudaBackend::layer_splits).
-    const int splits = decode_attention_splits(c.n_kv, e.n_sms, !cuda_cores_only && decode_attention_tensor_cores(kv_dt, c.hd, group));
+    const int splits = decode_attention_splits(c.n_kv, e.n_sms);
     Dev dq(q), dk(kb), dv(vb), dout(ref.size() * 4);
     Dev part(decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);
     Dev dpos(std::vector<int>{pos});
@@ -570,7 +569,7 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     for (int h = 0; h < c.n_heads; ++h)
         cpu::attend_head(&rq[size_t(h) * c.hd], kref.data(), vref.data(), KV, (h / group) * c.hd, c.hd, first, pos, scale,
                          0.0f, scores.data(), &ref[size_t(h) * c.hd]);
-    const int splits = decode_attention_splits(c.n_kv, e.n_sms, !cuda_cores_only && decode_attention_tensor_cores(dt, c.hd, group));
+    const int splits = decode_attention_splits(c.n_kv, e.n_sms);
     Dev dq(q), dkn(knew), dvn(vnew), dk(kb), dv(vb), dout(ref.size() * 4);
     Dev dbq(bqb), dbk(bkb), dbv(bvb), dqn(qnb), dknorm(knb), dinv(table.inv_freq);
     Dev part(decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);

@@ -240,10 +240,9 @@ __global__ void masked_softmax_kernel(const float* scores, O* probs, int n_q, in
 
 }  // namespace
 
-int decode_attention_splits(int n_kv_heads, int n_sms, bool tensor_cores) {
-    // The count for long contexts; short ones get fewer splits of the kernel's minimum chunk.
-    const int blocks = (tensor_cores ? 1 : 2) * n_sms;
-    return std::max(1, std::min(k_max_decode_splits, (blocks + n_kv_heads - 1) / n_kv_heads));
+int decode_attention_splits(int n_kv_heads, int n_sms) {
+    // Enough blocks for two waves over the SMs at long contexts; short contexts just get small splits.
+    return std::max(1, std::min(k_max_decode_splits, (2 * n_sms + n_kv_heads - 1) / n_kv_heads));
 }
 
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {

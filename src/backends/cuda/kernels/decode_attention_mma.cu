@@ -12,9 +12,7 @@
 // Work split: a block (KV head, split, row) has k_warps warps, each with its own cp.async ring of
 // k_stages stages of BN keys (K and V, 4 KB each), taking the split's chunks warp, warp + k_warps,
 // ... — no barrier between warps until their states are merged (decode::merge_warps), then the
-// splits (decode::merge_splits). Two blocks fit per SM, but long contexts are split for one wave of
-// blocks (decode_attention_splits): a second wave measured slower, its merge reading twice the
-// partials.
+// splits (decode::merge_splits). Two blocks fit per SM.
 //
 // Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill
 // and transformers' bf16 attention do), f32 accumulation and softmax.

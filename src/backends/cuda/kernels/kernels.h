@@ -198,14 +198,9 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 // probabilities are then rounded to the cache's dtype for the two products, as in prefill; the
 // CUDA-core kernel keeps q and the probabilities in f32.
 bool decode_attention_tensor_cores(DType kv_dt, int head_dim, int group);
-// Splits per KV head for a GPU of n_sms (at most k_max_decode_splits): enough blocks for two waves
-// over the SMs on the CUDA-core kernel, for one on the tensor-core kernel (tensor_cores: what
-// decode_attention_tensor_cores says of the layer), whose blocks each stream keys at full bandwidth
-// and whose split merge then reads half the partials (CudaKernelsBench.DecodeAttentionSpeed: 28.6
-// against 31.5 us per layer at 16k positions on the H200). The scratch `partial` holds
-// decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h);
-// the CUDA-core count, the larger, sizes it.
-int decode_attention_splits(int n_kv_heads, int n_sms, bool tensor_cores = false);
+// Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
+// decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h).
+int decode_attention_splits(int n_kv_heads, int n_sms);
 // Prefill: scores [heads, n_q, n_k] (f32) -> probabilities (out_dt) in place of a separate buffer,
 // with scale, soft-capping, the causal mask (query i sits at position q_pos0 + i) and the sliding window.
 void masked_softmax(const float* scores, void* probs, DType out_dt, int n_heads, int n_q, int n_k, int q_pos0,
