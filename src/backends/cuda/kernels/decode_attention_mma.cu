@@ -1,8 +1,9 @@
 // Decode attention on the tensor cores, for 16-bit caches of head_dim 64 or 128 (the CUDA-core
 // kernel in attention.cu takes the rest): the GQA group's query heads are the 16 rows of an
 // m16n8k16 tile (zero rows past the group), so one pass over a key's K and V row serves every head
-// of the group, S = Q K^T and out += P V run as in the prefill flash kernel (flash_attention.cu,
-// whose fragment-layout notes apply here unchanged), and the online softmax is that kernel's.
+// of the group. S = Q K^T runs as in the prefill flash kernel (flash_attention.cu, whose
+// fragment-layout notes apply here unchanged); the online softmax and out += P V are that kernel's
+// (flash_tile.cuh).
 //
 // Why: the CUDA-core kernel spends ~8 f32 FMAs, conversions and shuffles per cached element for a
 // group of 4, which at 16k keys kept it at 0.59 instructions per scheduler per cycle and 16% of
@@ -18,6 +19,7 @@
 // and transformers' bf16 attention do), f32 accumulation and softmax.
 #include "backends/cuda/kernels/decode_attention.cuh"
 #include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/flash_tile.cuh"
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
 
@@ -124,43 +126,9 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
                 if (key0 + 8 * j + 2 * t4 + (e & 1) >= b.end) x = -INFINITY;
                 s[j][e] = x;
             }
-        // Online softmax (every chunk has a key in range, so the new max is finite).
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mx = row_max[r];
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float alpha = ex2(row_max[r] - mx);  // 0 when the old max is -inf
-            row_max[r] = mx;
-            float sum = 0.0f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                s[j][2 * r] = ex2(s[j][2 * r] - mx);
-                s[j][2 * r + 1] = ex2(s[j][2 * r + 1] - mx);
-                sum += s[j][2 * r] + s[j][2 * r + 1];
-            }
-            row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-            for (int j = 0; j < HD / 8; ++j) {
-                o[j][2 * r] *= alpha;
-                o[j][2 * r + 1] *= alpha;
-            }
-        }
-        // out += P V: the S accumulators of key blocks 2kk, 2kk + 1 are P's A fragment for k-step kk.
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                    pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dp = 0; dp < HD / 16; ++dp) {
-                uint32_t vb[4];
-                ldmatrix_x4_trans(vb, smem_addr(vt + swz<HD>(16 * kk + vb_row, 2 * dp + vb_chunk)));
-                mma16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-                mma16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
-            }
-        }
+        // Online softmax, then out += P V with P rounded to T (flash_tile.cuh, as in prefill).
+        softmax_tile<BN, HD>(s, row_max, row_sum, o);
+        pv_tile<T, BN, HD>(o, s, vt, vb_row, vb_chunk);
         __syncwarp();  // every lane is done with the stage before the next issue refills it
     }
     cp_async_wait_all();  // (only empty groups are left)

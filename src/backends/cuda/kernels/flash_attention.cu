@@ -23,6 +23,7 @@
 // P for k-step kk (c0c1 -> a0, c2c3 -> a1 of block 2kk; the same of block 2kk+1 -> a2, a3), so P
 // goes from the softmax to the second product without touching shared memory.
 #include "backends/cuda/kernels/dispatch.cuh"
+#include "backends/cuda/kernels/flash_tile.cuh"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/ptx.cuh"
 
@@ -157,48 +158,9 @@ __global__ void __launch_bounds__(32 * FaCfg<HD>::warps, FaCfg<HD>::min_blocks) 
             }
         }
 
-        // Online softmax: new running max per row (over the quad that shares the row), rescale the
-        // output and the sum by 2^(old - new), p = 2^(s - max).
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float mx = row_max[r];
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            // A row with nothing visible yet keeps max -inf: subtract 0 instead (every p is then 0).
-            const float base = mx == -INFINITY ? 0.0f : mx;
-            const float alpha = ex2(row_max[r] - base);  // 0 when the old max is -inf
-            row_max[r] = mx;
-            float sum = 0.0f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                s[j][2 * r] = ex2(s[j][2 * r] - base);
-                s[j][2 * r + 1] = ex2(s[j][2 * r + 1] - base);
-                sum += s[j][2 * r] + s[j][2 * r + 1];
-            }
-            row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-            for (int j = 0; j < HD / 8; ++j) {
-                o[j][2 * r] *= alpha;
-                o[j][2 * r + 1] *= alpha;
-            }
-        }
-
-        // out += P V, P rounded to T (the existing path's rounding point: probabilities in the KV dtype).
-        const T* vt = sv + buf * BN * HD;
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                    pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dp = 0; dp < HD / 16; ++dp) {
-                uint32_t b[4];
-                ldmatrix_x4_trans(b, smem_addr(vt + swz<HD>(16 * kk + vb_row, 2 * dp + vb_chunk)));
-                mma16816<T>(o[2 * dp], pa, b[0], b[1]);
-                mma16816<T>(o[2 * dp + 1], pa, b[2], b[3]);
-            }
-        }
+        // Online softmax, then out += P V with P rounded to T (flash_tile.cuh).
+        softmax_tile<BN, HD>(s, row_max, row_sum, o);
+        pv_tile<T, BN, HD>(o, s, sv + buf * BN * HD, vb_row, vb_chunk);
     }
 
     // Normalize, stage the warp's 16 output rows in its own (no longer needed) Q rows, then write

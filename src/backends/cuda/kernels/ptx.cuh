@@ -1,8 +1,6 @@
-// PTX wrappers the tensor-core kernels share: asynchronous global -> shared copies, ldmatrix, the
-// warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16" and
-// "... mma.m16n8k8"; the kernels using them restate the layout they rely on), and what the two
-// flash attention kernels (prefill and decode) share: f32 pairs packed to 16 bits, 2^x, and the
-// swizzled layout of their K/V tiles.
+// PTX wrappers the tensor-core kernels share: asynchronous global -> shared copies, ldmatrix, and
+// the warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16"
+// and "... mma.m16n8k8"; the kernels using them restate the layout they rely on).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -73,31 +71,5 @@ __device__ __forceinline__ void mma1688_tf32(float c[4], const uint32_t a[4], ui
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// Two floats rounded to T and packed, lo in the low half (the lower column of a fragment pair).
-template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-}
-template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-constexpr float k_log2e = 1.4426950408889634f;
-
-// 2^x (MUFU); ex2(-inf) = 0, which the masked scores rely on.
-__device__ __forceinline__ float ex2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// Shared-memory offset (elements) of 16-byte chunk `chunk` of row `row` in a [rows][HD] tile. The
-// chunk index is XORed with row % 8: the 8 rows one ldmatrix matrix reads (or one cp.async/uint4
-// store pass writes) at the same logical chunk then fall into 8 different 16-byte bank groups
-// instead of one (rows are a multiple of 128 bytes apart), so no bank conflicts.
-template <int HD> __device__ __forceinline__ int swz(int row, int chunk) { return row * HD + ((chunk ^ (row & 7)) << 3); }
 
 }  // namespace tt::cuda
