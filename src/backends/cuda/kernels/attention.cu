@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
     float* s_q = smem;                  // [group][hd]
     float* s_k = smem + group * hd;     // [hd]: the newest k while it is prepared
     // [k_stages][K tile | V tile] of R rows; after the keys, [n_warps][GB][hd + 2]: the warps'
-    // outputs, max and sum (the host sizes it for the larger of the two).
+    // outputs, max and sum; then the split merge's weights (decode::smem_bytes sizes it).
     float* s_tiles = s_k + hd;
     float* s_red = s_tiles;
     if (start >= end) return;  // an idle split: the active ones count their arrivals among themselves
@@ -263,9 +263,7 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const int E = hd <= 256 ? 8 : 16, GB = E == 8 && group > 4 ? 8 : 4;
     const size_t kv_bytes = dtype_size(a.kv_dt);
     const size_t tiles = size_t(k_stages) * 2 * size_t(tile_rows(hd, int(kv_bytes))) * size_t(hd) * kv_bytes;
-    const size_t red = size_t(k_attn_threads / 32) * size_t(GB) * size_t(hd + 2) * sizeof(float);
-    const size_t weights = size_t(k_max_decode_splits) * size_t(group) * sizeof(float);  // the split merge's
-    const size_t smem = (size_t(group) * hd + hd) * sizeof(float) + std::max({tiles, red, weights});
+    const size_t smem = decode::smem_bytes(group, hd, tiles, k_attn_threads / 32, GB);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows));
     auto run = [&](auto kernel) {
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -10,6 +10,8 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/rope.cuh"
 
+#include <algorithm>
+
 namespace tt::cuda::decode {
 
 constexpr int k_max_group = 16;
@@ -17,6 +19,15 @@ constexpr int k_max_group = 16;
 // The tensor-core kernel (decode_attention_mma.cu), for what decode_attention_tensor_cores accepts;
 // decode_attention (attention.cu) checks the arguments and chooses.
 void launch_mma(const DecodeAttnArgs& a, cudaStream_t s);
+
+// Dynamic shared memory of a decode attention block: the prologue's [group][hd] q heads and [hd]
+// new k (f32, load_queries), then one space that the kernel's K/V tiles (tile_bytes) use first,
+// merge_warps' states of n_warps x gb heads next, and merge_splits' per-split weights last.
+inline size_t smem_bytes(int group, int hd, size_t tile_bytes, int n_warps, int gb) {
+    const size_t red = size_t(n_warps) * size_t(gb) * size_t(hd + 2) * sizeof(float);
+    const size_t weights = size_t(k_max_decode_splits) * size_t(group) * sizeof(float);
+    return size_t(group + 1) * size_t(hd) * sizeof(float) + std::max({tile_bytes, red, weights});
+}
 
 // One block's place in the launch (grid: n_kv_heads x n_splits x n_rows) and its keys [start, end).
 template <typename KV>

@@ -23,8 +23,6 @@
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
 
-#include <algorithm>
-
 namespace tt::cuda {
 
 namespace {
@@ -167,10 +165,7 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
 template <typename W, typename T, bool ROPE, int HD>
 void run(const DecodeAttnArgs& a, cudaStream_t s) {
     auto kernel = decode_attn_mma_kernel<W, T, ROPE, HD>;
-    const int group = a.n_heads / a.n_kv_heads;
-    const size_t red = size_t(k_warps) * 16 * (HD + 2) * sizeof(float);
-    const size_t weights = size_t(k_max_decode_splits) * size_t(group) * sizeof(float);  // the split merge's
-    const size_t smem = size_t(group + 1) * HD * sizeof(float) + std::max({tiles_bytes<HD, T>(), red, weights});
+    const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, T>(), k_warps, 16);
     TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     launch(kernel, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows)), k_warps * 32, smem, s, a);
 }
