@@ -28,13 +28,34 @@ namespace tt::cuda {
 // 1 / sqrt(mean(x^2) + eps), which the caller applies to each dot product instead: the factor is a
 // scalar, so the weighted x needs no block-wide reduction first. One barrier instead of three, and
 // no second pass over shared memory — that prologue sat between the q/k/v GEMV's first loads and
-// the rest of its (short) run. Otherwise returns 1.
+// the rest of its (short) run. Otherwise returns 1. A thread takes 8 columns at a time, their x
+// and weights loaded together (16-byte pieces), so a block of 512 threads stages 4096 columns in
+// one round trip: these reads queue behind the weights' first loads, issued before pdl_wait, and
+// each trip there is long (bench/results/2026-12-04-h200-gemv-timeline).
 template <typename W>
 __device__ float load_x(float* s_x, const float* x, int cols, const W* norm_w, float offset, float eps) {
     __shared__ float scratch[32];
     float ss = 0;
     auto scale = [&](int i) { return norm_w ? to_float(norm_w[i]) + offset : 1.0f; };
-    if ((cols & 3) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    const bool x16 = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+    if ((cols & 7) == 0 && x16 && (!norm_w || (reinterpret_cast<uintptr_t>(norm_w) & 15) == 0)) {
+        constexpr int wvec = int(8 * sizeof(W) / 16);  // 16-byte pieces of 8 weights
+        for (int i = threadIdx.x; i < cols / 8; i += blockDim.x) {
+            const float4 a = reinterpret_cast<const float4*>(x)[2 * i], b = reinterpret_cast<const float4*>(x)[2 * i + 1];
+            float w[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+            if (norm_w) {
+                int4 raw[wvec];
+#pragma unroll
+                for (int k = 0; k < wvec; ++k) raw[k] = __ldg(reinterpret_cast<const int4*>(norm_w + 8 * i) + k);
+                const W* e = reinterpret_cast<const W*>(raw);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) w[k] = to_float(e[k]) + offset;
+            }
+            reinterpret_cast<float4*>(s_x)[2 * i] = make_float4(a.x * w[0], a.y * w[1], a.z * w[2], a.w * w[3]);
+            reinterpret_cast<float4*>(s_x)[2 * i + 1] = make_float4(b.x * w[4], b.y * w[5], b.z * w[6], b.w * w[7]);
+            ss += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y + b.z * b.z + b.w * b.w;
+        }
+    } else if ((cols & 3) == 0 && x16) {
         for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
             const float4 v = reinterpret_cast<const float4*>(x)[i];
             reinterpret_cast<float4*>(s_x)[i] = make_float4(v.x * scale(4 * i), v.y * scale(4 * i + 1), v.z * scale(4 * i + 2),
