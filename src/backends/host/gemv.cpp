@@ -127,9 +127,8 @@ void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_
     TT_ASSERT(isa_supported(isa) && w.scales, "host kernels on {} rows", quant_scheme_label(w.quant));
     const auto* q = static_cast<const uint8_t*>(w.data);
     const bool int4 = w.quant == QuantScheme::int4;
-    // note: AVX-512 CPUs run the AVX2 kernel (gemv_kernels.h).
-    if (isa != Isa::scalar && isa_supported(Isa::avx2))
-        return detail::qrows_avx2(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
+    if (isa == Isa::avx512) return detail::qrows_avx512(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
+    if (isa == Isa::avx2) return detail::qrows_avx2(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
     qrows_scalar(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
 }
 

@@ -30,11 +30,13 @@ struct Avx2 {
     }
     // Eight INT4 weights (four bytes, low nibble first) as f32 q = code - 8: the word in every
     // lane, shifted by 4 * lane.
-    static __m256 load_q4(const uint8_t* p) {
+    static constexpr int q4_cols = 8;
+    static constexpr bool q4_split = false;
+    static void load_q4(const uint8_t* p, __m256 (&out)[1]) {
         int32_t w;
         std::memcpy(&w, p, 4);
         const __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-        return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
+        out[0] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
     }
     static float hsum(__m256 v) {
         const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -26,6 +26,25 @@ struct Avx512 {
         else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p))), 16));
     }
     static float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+    // Sixteen INT8 weights widened to f32.
+    static __m512 load_q8(const uint8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+    // Thirty-two INT4 weights (sixteen bytes, column 2j in byte j's low nibble) as f32 q = code - 8,
+    // the even columns in out[0] and the odd ones in out[1] (q4_split: qrows hands the kernel x in
+    // that order): byte j zero-extended into lane j, its nibbles looked up in a 16-entry table of
+    // q (vpermps reads an index's low 4 bits, so the low nibble needs no mask). A zero-extension
+    // and a shift per 32 weights and a lookup per 16, where widening them in column order took
+    // seven instructions per 16 and the AVX2 kernel's shifted broadcast takes twelve: the widening,
+    // not memory, bounds INT4 on the CPU (docs/QUANTIZATION.md: ×1.27 the AVX2 kernel).
+    static constexpr int q4_cols = 32;
+    static constexpr bool q4_split = true;
+    static void load_q4(const uint8_t* p, __m512 (&out)[2]) {
+        const __m512 q = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        out[0] = _mm512_permutexvar_ps(b, q);
+        out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), q);
+    }
 };
 }  // namespace
 
@@ -47,6 +66,11 @@ uint64_t sum_blocks_avx512(const uint8_t* p, size_t n_blocks) {
 void rows_avx512(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
                  bool accumulate) {
     rows_for<Avx512>(w, dt, cols, stride, x, y, r0, r1, accumulate);
+}
+
+void qrows_avx512(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
+                  int64_t r0, int64_t r1, bool accumulate) {
+    qrows<Avx512>(q, scales, int4, group, cols, x, y, r0, r1, accumulate);
 }
 
 void weighted_sum_avx512(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y) {

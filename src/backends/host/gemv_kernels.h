@@ -14,10 +14,11 @@ void rows_avx2(const void* w, DType dt, int64_t cols, int64_t stride, const floa
                bool accumulate);
 void rows_avx512(const void* w, DType dt, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1,
                  bool accumulate);
-// The same over quantized rows (INT8, or INT4 when int4, in groups of `group`; gemv_rows.h). AVX2
-// only: an AVX-512 CPU runs these too (no machine here has AVX-512 to test a variant on).
+// The same over quantized rows (INT8, or INT4 when int4, in groups of `group`; gemv_rows.h).
 void qrows_avx2(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
                 int64_t r0, int64_t r1, bool accumulate);
+void qrows_avx512(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
+                  int64_t r0, int64_t r1, bool accumulate);
 // y[c] += sum_j p[j] W[j, c] for c < cols, j < n_rows (rows `stride` elements apart).
 void weighted_sum_avx2(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);
 void weighted_sum_avx512(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);

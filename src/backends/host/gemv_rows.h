@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace tt::host::detail {
 namespace {
@@ -119,9 +120,11 @@ void rows_for(const void* w, DType dt, int64_t cols, int64_t stride, const float
 
 // Quantized rows (core/quant.h): q holds rows of cols INT8 values (a scale per row) or INT4 codes
 // (two per byte, column 2j in byte j's low nibble; a scale per group of `group` columns). V adds
-// load_q8(p) (width INT8 weights widened to f32), load_q4(p) (width INT4 weights from width / 2
-// bytes, q = code - 8) and add. The sums are the CUDA GEMV's: INT8 sum(q x) scaled once per row,
-// INT4 each group's sum scaled; the reference's sum((q * scale) x) differs by rounding only.
+// load_q8(p) (width INT8 weights widened to f32), q4_cols and load_q4(p, out) (q4_cols INT4
+// weights from q4_cols / 2 bytes, q = code - 8, as q4_cols / width vectors: in column order, or
+// with q4_split the even columns of the piece, then its odd ones — x is then read in that order,
+// from a copy qrows makes) and add. The sums are the CUDA GEMV's: INT8 sum(q x) scaled once per
+// row, INT4 each group's sum scaled; the reference's sum((q * scale) x) differs by rounding only.
 // R rows of the product (R independent FMA chains; the float kernel's four rows per pass too).
 template <typename V, int R>
 void qrows_pass(const uint8_t* const (&p)[R], const float* const (&s)[R], bool int4, int64_t group, int64_t cols, const float* x,
@@ -129,13 +132,18 @@ void qrows_pass(const uint8_t* const (&p)[R], const float* const (&s)[R], bool i
     constexpr int64_t width = V::width;
     decltype(V::zero()) acc[R];
     for (int i = 0; i < R; ++i) acc[i] = V::zero();
-    if (int4) {  // cols % group == 0 and group % width == 0 (groups of 32, 64 or 128)
+    if (int4) {  // cols % group == 0 and group % q4_cols == 0 (groups of 32, 64 or 128)
+        constexpr int per = V::q4_cols / width;
         for (int64_t g = 0; g < cols / group; ++g) {
             decltype(V::zero()) ga[R];
             for (int i = 0; i < R; ++i) ga[i] = V::zero();
-            for (int64_t c = g * group; c < (g + 1) * group; c += width) {
-                const auto xv = V::loadx(x + c);
-                for (int i = 0; i < R; ++i) ga[i] = V::fma(V::load_q4(p[i] + c / 2), xv, ga[i]);
+            for (int64_t c = g * group; c < (g + 1) * group; c += V::q4_cols) {
+                decltype(V::zero()) wq[R][per];
+                for (int i = 0; i < R; ++i) V::load_q4(p[i] + c / 2, wq[i]);
+                for (int k = 0; k < per; ++k) {
+                    const auto xv = V::loadx(x + c + k * width);
+                    for (int i = 0; i < R; ++i) ga[i] = V::fma(wq[i][k], xv, ga[i]);
+                }
             }
             for (int i = 0; i < R; ++i) acc[i] = V::fma(ga[i], V::set1(s[i][g]), acc[i]);
         }
@@ -160,6 +168,19 @@ void qrows(const uint8_t* q, const float* scales, bool int4, int64_t group, int6
     const uint64_t row_bytes = int4 ? uint64_t(cols / 2) : uint64_t(cols);
     const int64_t row_scales = int4 ? cols / group : 1;
     auto store = [&](int64_t r, float v) { y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v; };
+    if constexpr (V::q4_split) {
+        if (int4) {  // x in the kernel's order: each piece of q4_cols columns, its even ones first
+            static thread_local std::vector<float> split;
+            split.resize(size_t(cols));
+            constexpr int64_t half = V::q4_cols / 2;
+            for (int64_t c = 0; c < cols; c += V::q4_cols)
+                for (int64_t j = 0; j < half; ++j) {
+                    split[size_t(c + j)] = x[c + 2 * j];
+                    split[size_t(c + half + j)] = x[c + 2 * j + 1];
+                }
+            x = split.data();
+        }
+    }
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) {
         const uint8_t* p[4];
