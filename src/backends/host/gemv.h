@@ -2,7 +2,8 @@
 // that do not fit VRAM). Unlike the readable reference (src/backends/cpu/), this one is built to
 // read bf16/f16/f32 weights once at the host's memory bandwidth: AVX-512 or AVX2+FMA+F16C kernels
 // chosen at run time, four rows per pass so each x vector is loaded once for four dot products,
-// rows split over the thread pool. INT8/INT4 weights (core/quant.h) take AVX2 kernels of their own. The reference (cpu::linear) is the oracle it is tested against
+// rows split over the thread pool. INT8/INT4 weights (core/quant.h) take AVX-512 or AVX2 kernels
+// of their own. The reference (cpu::linear) is the oracle it is tested against
 // (tests/unit/test_host_gemv.cpp).
 #pragma once
 
