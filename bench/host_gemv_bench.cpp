@@ -3,9 +3,10 @@
 // decode calls it. Prints ms per product and the weight bytes read per second beside this
 // machine's memory-read rate (host/measure.h), which bounds them all once the widening keeps up.
 // The matrix (default 4096 x 4096) is re-read from memory each time: several copies, each larger
-// than the last-level cache together.
+// than the last-level cache together. COPIES=1 with a small matrix times the kernels from cache
+// instead: their compute rate, the bound once memory is not.
 //
-// Usage: host_gemv_bench [ROWS] [COLS] [THREADS]   (defaults: 4096 4096, every core)
+// Usage: host_gemv_bench [ROWS] [COLS] [THREADS] [COPIES]   (defaults: 4096 4096, every core, >= 256 MiB)
 #include "backends/host/gemv.h"
 #include "backends/host/measure.h"
 #include "core/dtype.h"
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
     };
     std::vector<Variant> variants(3);
     const size_t bf16_bytes = size_t(rows * cols) * 2;
-    const int copies = int(std::max<size_t>(2, (size_t(256) << 20) / (bf16_bytes / 4) + 1));  // >= 256 MiB of INT4
+    const int copies = argc > 4 ? std::max(1, std::atoi(argv[4]))
+                                : int(std::max<size_t>(2, (size_t(256) << 20) / (bf16_bytes / 4) + 1));  // >= 256 MiB of INT4
     variants[0].name = "bf16";
     variants[1].name = "int8";
     variants[2].name = "int4 g32";

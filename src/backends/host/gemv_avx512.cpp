@@ -35,8 +35,8 @@ struct Avx512 {
     // that order): byte j zero-extended into lane j, its nibbles looked up in a 16-entry table of
     // q (vpermps reads an index's low 4 bits, so the low nibble needs no mask). A zero-extension
     // and a shift per 32 weights and a lookup per 16, where widening them in column order took
-    // seven instructions per 16 and the AVX2 kernel's shifted broadcast takes twelve: the widening,
-    // not memory, bounds INT4 on the CPU (docs/QUANTIZATION.md: ×1.27 the AVX2 kernel).
+    // seven instructions per 16 and the AVX2 kernel's shifted broadcast takes twelve
+    // (docs/QUANTIZATION.md has the timings).
     static constexpr int q4_cols = 32;
     static constexpr bool q4_split = true;
     static void load_q4(const uint8_t* p, __m512 (&out)[2]) {
