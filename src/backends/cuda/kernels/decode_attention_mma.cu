@@ -105,14 +105,7 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk)
-#pragma unroll
-            for (int np = 0; np < BN / 16; ++np) {
-                uint32_t kb[4];
-                ldmatrix_x4(kb, smem_addr(kt + swz<HD>(16 * np + kb_row, 2 * kk + kb_chunk)));
-                mma16816<T>(s[2 * np], qf[kk], kb[0], kb[1]);
-                mma16816<T>(s[2 * np + 1], qf[kk], kb[2], kb[3]);
-            }
+        for (int kk = 0; kk < HD / 16; ++kk) qk_step<T, BN, HD>(s, qf[kk], kt, kk, kb_row, kb_chunk);
         // Scale (then soft-cap, s = cap * tanh(s * scale / cap)) into the log2 domain; keys past
         // the split's end masked.
         const int key0 = b.start + (warp + i * k_warps) * BN;

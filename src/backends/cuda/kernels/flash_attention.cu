@@ -130,13 +130,7 @@ __global__ void __launch_bounds__(32 * FaCfg<HD>::warps, FaCfg<HD>::min_blocks) 
             } else {
                 ldmatrix_x4(qa, smem_addr(sq + swz<HD>(warp * 16 + a_row, 2 * kk + a_chunk)));
             }
-#pragma unroll
-            for (int np = 0; np < BN / 16; ++np) {
-                uint32_t b[4];
-                ldmatrix_x4(b, smem_addr(kt + swz<HD>(16 * np + kb_row, 2 * kk + kb_chunk)));
-                mma16816<T>(s[2 * np], qa, b[0], b[1]);
-                mma16816<T>(s[2 * np + 1], qa, b[2], b[3]);
-            }
+            qk_step<T, BN, HD>(s, qa, kt, kk, kb_row, kb_chunk);
         }
 
         // Scale (then soft-cap, as masked_softmax does: s = cap * tanh(s * scale / cap)), into the

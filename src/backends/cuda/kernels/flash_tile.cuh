@@ -1,10 +1,10 @@
 // What the two flash attention kernels, prefill (flash_attention.cu) and decode
 // (decode_attention_mma.cu), share: the swizzled layout of their K/V tiles, f32 pairs packed to
-// 16 bits, 2^x, and one key tile's steps after S = Q K^T. There a warp holds 16 query rows in
-// mma.m16n8k16 accumulator fragments (flash_attention.cu's layout notes): each lane has rows g
-// (r = 0: elements 0, 1) and g + 8 (r = 1: elements 2, 3) of every 8-key block s[j], scores in the
-// log2 domain, masked ones -inf, and the unnormalized output o[HD / 8][4] in the same layout over
-// head_dim.
+// 16 bits, 2^x, and one key tile's steps: S = Q K^T, the online softmax, O += P V. A warp holds
+// 16 query rows in mma.m16n8k16 accumulator fragments (flash_attention.cu's layout notes): each
+// lane has rows g (r = 0: elements 0, 1) and g + 8 (r = 1: elements 2, 3) of every 8-key block
+// s[j], scores in the log2 domain, masked ones -inf, and the unnormalized output o[HD / 8][4] in
+// the same layout over head_dim.
 #pragma once
 
 #include "backends/cuda/kernels/ptx.cuh"
@@ -36,6 +36,22 @@ __device__ __forceinline__ float ex2(float x) {
 // store pass writes) at the same logical chunk then fall into 8 different 16-byte bank groups
 // instead of one (rows are a multiple of 128 bytes apart), so no bank conflicts.
 template <int HD> __device__ __forceinline__ int swz(int row, int chunk) { return row * HD + ((chunk ^ (row & 7)) << 3); }
+
+// One k-step of S = Q K^T over the tile: qa is the A fragment of Q's columns 16 kk .. 16 kk + 15
+// (from registers or ldmatrix, the caller's choice); kt the tile's K rows, [BN][HD] swizzled (swz);
+// kb_row, kb_chunk this lane's ldmatrix row and chunk. s[2 np] and s[2 np + 1] gain keys
+// 16 np .. + 7 and 16 np + 8 .. + 15.
+template <typename T, int BN, int HD>
+__device__ __forceinline__ void qk_step(float (&s)[BN / 8][4], const uint32_t (&qa)[4], const T* kt, int kk, int kb_row,
+                                        int kb_chunk) {
+#pragma unroll
+    for (int np = 0; np < BN / 16; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, smem_addr(kt + swz<HD>(16 * np + kb_row, 2 * kk + kb_chunk)));
+        mma16816<T>(s[2 * np], qa, b[0], b[1]);
+        mma16816<T>(s[2 * np + 1], qa, b[2], b[3]);
+    }
+}
 
 // The online softmax over the tile: the new running max of each row (over the quad of lanes that
 // shares it), the output and the sum rescaled by 2^(old - new), s replaced by p = 2^(s - max).
