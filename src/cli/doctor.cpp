@@ -207,12 +207,12 @@ std::optional<tt::GpuCeilings> check_gpu(tt::DoctorReport& rep, const tt::cuda::
 #endif  // THINTENSOR_HAVE_CUDA
 
 // The host's ceilings for decode layers on the CPU (issue #16): memory read with every hardware
-// thread, and the host GEMV (bf16, the kernels best_isa() picks) at 1, 2, 4, ... threads, over
-// buffers of `bytes` (past the last-level cache: DRAM), dated `date`. Returns them when both were
-// measured.
+// thread, and the host GEMV (bf16, INT8 and INT4 rows, the kernels best_isa() picks) at 1, 2,
+// 4, ... threads, over buffers of `bytes` (past the last-level cache: DRAM), dated `date`.
+// Returns them when the read and bf16 figures were measured.
 std::optional<tt::HostCeilings> check_host_rates(tt::DoctorReport& rep, uint64_t bytes, const std::string& date) {
     if (bytes == 0) {
-        for (const char* name : {"host read", "cpu gemv"})
+        for (const char* name : {"host read", "cpu gemv", "cpu gemv int8", "cpu gemv int4"})
             rep.add("host", name, "skipped (--host-test-mib 0)", CheckStatus::warn);
         return std::nullopt;
     }
@@ -237,25 +237,49 @@ std::optional<tt::HostCeilings> check_host_rates(tt::DoctorReport& rep, uint64_t
     const std::string size = tt::format_bytes(double(bench->bytes()));
     rep.add("host", "host read", fmt::format("{:.1f} GB/s memory read, {} threads ({} buffer)", h.read_gbs, h.threads, size),
             CheckStatus::ok, {{"gbs", h.read_gbs}, {"threads", h.threads}, {"bytes", bench->bytes()}});
-    for (int n : tt::host::gemv_thread_counts(h.threads)) {
-        std::unique_ptr<tt::ThreadPool> pool;
-        if (n != h.threads) pool = std::make_unique<tt::ThreadPool>(n);
-        h.gemv.push_back({n, bench->gbs(pool ? *pool : all)});
-    }
-    std::string rates;
-    json data = json::array();
-    for (const auto& g : h.gemv) {
-        rates += fmt::format("{}{}: {:.1f}", rates.empty() ? "" : ", ", g.threads, g.gemv_gbs);
-        data.push_back({{"threads", g.threads}, {"gemv_gbs", g.gemv_gbs}});
+    const std::vector<int> counts = tt::host::gemv_thread_counts(h.threads);
+    std::vector<std::unique_ptr<tt::ThreadPool>> pools;  // one per count below every thread
+    for (int n : counts) pools.push_back(n == h.threads ? nullptr : std::make_unique<tt::ThreadPool>(n));
+    auto pool_at = [&](size_t i) -> tt::ThreadPool& { return pools[i] ? *pools[i] : all; };
+    for (size_t i = 0; i < counts.size(); ++i) h.gemv.push_back({counts[i], bench->gbs(pool_at(i))});
+    const size_t bench_bytes = bench->bytes();
+    bench.reset();
+    // The quantized profiles' rows (values and scales): a layer on the CPU beside the GPU reads
+    // these at a rate of their own, which the planner takes for INT8 / INT4 weights.
+    for (tt::QuantScheme q : {tt::QuantScheme::int8, tt::QuantScheme::int4}) {
+        try {
+            tt::host::GemvBench qb(all, q, size_t(bytes));
+            for (size_t i = 0; i < counts.size(); ++i) {
+                const double g = qb.gbs(pool_at(i));
+                (q == tt::QuantScheme::int8 ? h.gemv[i].int8_gbs : h.gemv[i].int4_gbs) = g;
+            }
+        } catch (const tt::Error& e) {
+            rep.add("host", fmt::format("cpu gemv {}", tt::quant_scheme_name(q)), e.what(), CheckStatus::fail);
+        }
     }
     // The roofline: with every thread the GEMV should read its weights near the host's read bandwidth.
-    const double frac = h.read_gbs > 0 ? h.gemv.back().gemv_gbs / h.read_gbs : 0;
     const bool scalar = tt::host::best_isa() == tt::host::Isa::scalar;
-    rep.add("host", "cpu gemv",
-            fmt::format("GB/s of bf16 weights by threads: {} ({} kernels; all threads reach {:.0f}% of host read){}", rates,
-                        h.isa, 100 * frac, scalar ? "; no AVX2 or AVX-512: scalar kernels, far below the memory" : ""),
-            scalar ? CheckStatus::warn : CheckStatus::ok,
-            {{"dtype", h.gemv_dtype}, {"isa", h.isa}, {"bytes", bench->bytes()}, {"rates", data}, {"read_fraction", frac}});
+    for (tt::QuantScheme q : {tt::QuantScheme::none, tt::QuantScheme::int8, tt::QuantScheme::int4}) {
+        if (!(h.gemv.back().gbs(q) > 0)) continue;  // failed above
+        std::string rates;
+        json data = json::array();
+        for (const auto& g : h.gemv) {
+            rates += fmt::format("{}{}: {:.1f}", rates.empty() ? "" : ", ", g.threads, g.gbs(q));
+            data.push_back({{"threads", g.threads}, {"gemv_gbs", g.gbs(q)}});
+        }
+        const double frac = h.read_gbs > 0 ? h.gemv.back().gbs(q) / h.read_gbs : 0;
+        const bool f = q == tt::QuantScheme::none;
+        rep.add("host", f ? std::string("cpu gemv") : fmt::format("cpu gemv {}", tt::quant_scheme_name(q)),
+                fmt::format("GB/s of {} by threads: {} ({} kernels; all threads reach {:.0f}% of host read){}",
+                            f ? std::string("bf16 weights") : fmt::format("{} weights and scales", tt::quant_scheme_label(q)), rates,
+                            h.isa, 100 * frac, scalar ? "; no AVX2 or AVX-512: scalar kernels, far below the memory" : ""),
+                scalar ? CheckStatus::warn : CheckStatus::ok,
+                {{"dtype", f ? std::string(h.gemv_dtype) : std::string(tt::quant_scheme_name(q))},
+                 {"isa", h.isa},
+                 {"bytes", bench_bytes},
+                 {"rates", data},
+                 {"read_fraction", frac}});
+    }
     return h;
 }
 

@@ -74,7 +74,8 @@ int run(const Opts& o) {
         in.ram_available = host_available_ram();
         // The GPU is not here, but the CPU is: its figures come from doctor.json or are measured now.
         const auto record = load_doctor_record();
-        const host::HostRatesSource cpu = host::fill_host_bandwidths(in.bw, record ? &*record : nullptr, bo.n_threads, true);
+        const host::HostRatesSource cpu = host::fill_host_bandwidths(in.bw, record ? &*record : nullptr, bo.n_threads, true,
+                                                                   in.weights_quant);
         in.bw.source = fmt::format("assumed defaults (--device-memory: a GPU that is not here); {}", cpu.text);
         gpu = fmt::format("a GPU with {} (--device-memory)", format_bytes(double(in.device_total)));
     } else {

@@ -459,22 +459,30 @@ const GpuCeilings* DoctorRecord::gpu(int device) const {
     return nullptr;
 }
 
-double HostCeilings::gemv_gbs_at(int n_threads) const {
+double HostCeilings::gemv_gbs_at(int n_threads, QuantScheme weights) const {
     if (gemv.empty()) return 0;
+    for (const HostGemvRate& g : gemv)
+        if (!(g.gbs(weights) > 0)) return 0;
     const double n = n_threads > 0 ? n_threads : threads > 0 ? threads : gemv.back().threads;
-    if (n <= gemv.front().threads) return gemv.front().gemv_gbs * n / std::max(1, gemv.front().threads);
+    if (n <= gemv.front().threads) return gemv.front().gbs(weights) * n / std::max(1, gemv.front().threads);
     for (size_t i = 1; i < gemv.size(); ++i) {
-        const HostGemvRate &a = gemv[i - 1], &b = gemv[i];
-        if (n <= b.threads) return a.gemv_gbs + (b.gemv_gbs - a.gemv_gbs) * (n - a.threads) / (b.threads - a.threads);
+        const double a = gemv[i - 1].gbs(weights), b = gemv[i].gbs(weights);
+        const int ta = gemv[i - 1].threads, tb = gemv[i].threads;
+        if (n <= tb) return a + (b - a) * (n - ta) / (tb - ta);
     }
-    return gemv.back().gemv_gbs;
+    return gemv.back().gbs(weights);
 }
 
 std::string doctor_record_path() { return (fs::path(thintensor_home()) / "doctor.json").string(); }
 
 json host_ceilings_to_json(const HostCeilings& h) {
     json rates = json::array();
-    for (const auto& g : h.gemv) rates.push_back({{"threads", g.threads}, {"gemv_gbs", g.gemv_gbs}});
+    for (const auto& g : h.gemv) {
+        json r = {{"threads", g.threads}, {"gemv_gbs", g.gemv_gbs}};
+        if (g.int8_gbs > 0) r["int8_gbs"] = g.int8_gbs;
+        if (g.int4_gbs > 0) r["int4_gbs"] = g.int4_gbs;
+        rates.push_back(r);
+    }
     return {{"date", h.date},
             {"cpu", h.cpu},
             {"threads", h.threads},
@@ -546,6 +554,9 @@ HostCeilings host_from_json(const json& h, const std::string& where) {
         HostGemvRate g;
         g.threads = get_count(rates[i], "threads", at, 1);
         g.gemv_gbs = get_number(rates[i], "gemv_gbs", at);
+        // Optional: records written before the quantized rates were measured lack them.
+        if (rates[i].contains("int8_gbs")) g.int8_gbs = get_number(rates[i], "int8_gbs", at);
+        if (rates[i].contains("int4_gbs")) g.int4_gbs = get_number(rates[i], "int4_gbs", at);
         c.gemv.push_back(g);
     }
     std::sort(c.gemv.begin(), c.gemv.end(), [](const HostGemvRate& a, const HostGemvRate& b) { return a.threads < b.threads; });

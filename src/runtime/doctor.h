@@ -5,6 +5,8 @@
 // file compiles without the CUDA toolkit.
 #pragma once
 
+#include "core/quant.h"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -80,10 +82,14 @@ struct GpuCeilings {
     double gemm_bf16_tflops = 0;   // cuBLAS bf16 GEMM 8192^3, f32 accumulate
 };
 
-// The host GEMV's rate with one thread count.
+// The host GEMV's rate with one thread count: over bf16 rows, and over the quantized profiles'
+// INT8 and INT4 rows (values and scales; 0 in records written before these were measured).
 struct HostGemvRate {
     int threads = 0;
     double gemv_gbs = 0;  // weight bytes per second / 1e9
+    double int8_gbs = 0;
+    double int4_gbs = 0;
+    double gbs(QuantScheme s) const { return s == QuantScheme::int8 ? int8_gbs : s == QuantScheme::int4 ? int4_gbs : gemv_gbs; }
 };
 
 // The CPU side, for decode layers the planner computes on the CPU (issue #16), measured by
@@ -95,12 +101,12 @@ struct HostCeilings {
     std::string isa;              // the GEMV kernels used: "avx512", "avx2", "scalar" (host::isa_name)
     std::string gemv_dtype = "bf16";
     double read_gbs = 0;          // memory read bandwidth, every hardware thread summing its share
-    std::vector<HostGemvRate> gemv;  // host::gemv over a bf16 matrix, ascending thread counts (1, 2, 4, ..., threads)
+    std::vector<HostGemvRate> gemv;  // host::gemv by ascending thread counts (1, 2, 4, ..., threads)
 
-    // The GEMV rate with n_threads threads (<= 0: all `threads`): linear between the measured
-    // counts, proportional to the threads below the smallest, the largest's above it (more threads
-    // than cores do not add bandwidth); 0 when nothing was measured.
-    double gemv_gbs_at(int n_threads) const;
+    // The GEMV rate over `weights` (none: bf16) with n_threads threads (<= 0: all `threads`):
+    // linear between the measured counts, proportional to the threads below the smallest, the
+    // largest's above it (more threads than cores do not add bandwidth); 0 when any count lacks it.
+    double gemv_gbs_at(int n_threads, QuantScheme weights = QuantScheme::none) const;
 };
 
 struct DoctorRecord {

@@ -47,6 +47,9 @@ const char* placement_name(Placement p) {
 
 namespace {
 
+// The rows a CPU GEMV rate is of: "bf16" (float weights), "INT8", "INT4".
+std::string gemv_weights_name(QuantScheme q) { return q == QuantScheme::none ? "bf16" : std::string(quant_scheme_label(q)); }
+
 uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
@@ -641,14 +644,15 @@ Plan make_plan(const PlanInput& in) {
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
-    // note: the CPU layers' rate (bw.cpu_gemv_gbs) is measured on float weights, and the CPU
-    // layers beside the GPU are not built for quantized ones; --device host runs those alone.
-    const std::string host_limit =
-        in.weights_quant != QuantScheme::none
-            ? fmt::format("layers on the CPU beside the GPU compute float weights only, not {} ones", quant_scheme_label(in.weights_quant))
-            : host_unsupported_reason(s);
+    const std::string host_limit = host_unsupported_reason(s);
     const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
+    // The CPU layers read the body's weights as the GPU runs them (quantized ones included): a
+    // rate measured on other rows mis-prices them (INT4's widening costs more per byte than bf16's).
+    if (max_cpu > 0 && in.weights_quant != in.bw.cpu_gemv_weights)
+        p.warnings.push_back(fmt::format("the CPU GEMV rate is of {} rows, but the layers the CPU may compute hold {} weights: their "
+                                         "cost is priced at the wrong rate",
+                                         gemv_weights_name(in.bw.cpu_gemv_weights), gemv_weights_name(in.weights_quant)));
     if (in.cpu_layers > max_cpu)
         fail("--cpu-layers {}: at most {} layers can run on the CPU with this plan ({} streamed layers in registered host memory{})",
              in.cpu_layers, max_cpu, movable.size(),
@@ -737,10 +741,11 @@ Plan make_plan(const PlanInput& in) {
                                       "uses slot j % {}); the first {} stay resident",
                                       p.n_resident_layers, s.n_layers - 1, p.ring_slots, p.ring_slots, p.n_resident_layers));
     if (p.n_cpu_layers > 0)
-        p.notes.push_back(fmt::format("decode computes {} of them on the CPU ({} threads, {:.1f} GB/s GEMV) from host memory while the "
-                                      "copy engine streams the other {}: {} per token over PCIe, {} read by the CPU, {} GPU<->CPU "
-                                      "handoffs",
-                                      p.n_cpu_layers, p.cpu_threads, in.bw.cpu_gemv_gbs, n_streamed_layers - p.n_cpu_layers,
+        p.notes.push_back(fmt::format("decode computes {} of them on the CPU ({} threads, {:.1f} GB/s GEMV of {} weights) from host "
+                                      "memory while the copy engine streams the other {}: {} per token over PCIe, {} read by the "
+                                      "CPU, {} GPU<->CPU handoffs",
+                                      p.n_cpu_layers, p.cpu_threads, in.bw.cpu_gemv_gbs, gemv_weights_name(in.bw.cpu_gemv_weights),
+                                      n_streamed_layers - p.n_cpu_layers,
                                       gb(double(p.pcie_bytes)), gb(double(p.cpu_bytes)), p.handoffs));
     if (std::find(p.stream_order.begin(), p.stream_order.end(), output) != p.stream_order.end())
         p.notes.push_back("the output head is streamed too: it does not fit beside a ring");
@@ -845,8 +850,8 @@ std::string Plan::table() const {
     o << fmt::format("\nbandwidths ({}): PCIe h2d pinned {:.1f} GB/s, device copy {:.0f} GB/s, bf16 GEMM {:.0f} TFLOP/s, "
                      "disk {:.1f} GB/s\n",
                      bw.source, bw.h2d_pinned_gbs, bw.device_gbs, bw.gemm_tflops, bw.disk_gbs);
-    o << fmt::format("host: memory read {:.1f} GB/s, CPU GEMV {:.1f} GB/s with {} threads\n", bw.host_read_gbs, bw.cpu_gemv_gbs,
-                     bw.cpu_threads);
+    o << fmt::format("host: memory read {:.1f} GB/s, CPU GEMV {:.1f} GB/s of {} weights with {} threads\n", bw.host_read_gbs,
+                     bw.cpu_gemv_gbs, gemv_weights_name(bw.cpu_gemv_weights), bw.cpu_threads);
     o << fmt::format("predicted: decode {:.1f} tok/s (kernels {:.2f} ms, copies {:.2f} ms per token{}), prefill {:.0f} tok/s "
                      "({}-token chunks)\n",
                      decode_tps, decode_compute_s * 1e3, decode_copy_s * 1e3,
@@ -912,7 +917,8 @@ nlohmann::json Plan::to_json() const {
             {"predicted_prefill_tokens_per_s", prefill_tps},
             {"bandwidths", {{"source", bw.source}, {"h2d_pinned_gbs", bw.h2d_pinned_gbs}, {"device_gbs", bw.device_gbs},
                             {"gemm_tflops", bw.gemm_tflops}, {"disk_gbs", bw.disk_gbs}, {"host_copy_gbs", bw.host_copy_gbs},
-                            {"host_read_gbs", bw.host_read_gbs}, {"cpu_gemv_gbs", bw.cpu_gemv_gbs}, {"cpu_threads", bw.cpu_threads}}},
+                            {"host_read_gbs", bw.host_read_gbs}, {"cpu_gemv_gbs", bw.cpu_gemv_gbs},
+                            {"cpu_gemv_weights", gemv_weights_name(bw.cpu_gemv_weights)}, {"cpu_threads", bw.cpu_threads}}},
             {"warnings", warnings},
             {"notes", notes}};
 }

@@ -51,6 +51,7 @@ struct Bandwidths {
     double host_read_gbs = 20.0;    // the host's memory read bandwidth, all threads
     double cpu_gemv_gbs = 10.0;     // weight bytes per second of the host GEMV (host/gemv.h) with cpu_threads threads
     int cpu_threads = 0;            // the threads cpu_gemv_gbs was measured (or interpolated) for
+    QuantScheme cpu_gemv_weights = QuantScheme::none;  // the rows it was measured on: float (bf16), INT8 or INT4
     std::string source = "assumed defaults";
 };
 
@@ -82,7 +83,7 @@ struct PlanInput {
     uint64_t dequant_scratch = 0;
     uint64_t quant_head_copy = 0;
     // The scheme the body's weights run in (stored, or the profile's at load): layers on the CPU
-    // beside the GPU run float weights only, so quantized ones keep every layer on the GPU.
+    // read them at bw.cpu_gemv_gbs, which should be measured on the same rows (bw.cpu_gemv_weights).
     QuantScheme weights_quant = QuantScheme::none;
     Bandwidths bw;
 };

@@ -65,7 +65,14 @@ assert read["status"] == "ok" and read["data"]["gbs"] > 0 and read["data"]["thre
 assert read["data"]["bytes"] <= 16 << 20 and gemv["data"]["bytes"] == read["data"]["bytes"], (read, gemv)
 assert gemv["status"] in ("ok", "warn") and [r["threads"] for r in gemv["data"]["rates"]] == counts, (gemv, counts)
 assert all(r["gemv_gbs"] > 0 for r in gemv["data"]["rates"]), gemv
-assert host["threads"] == nproc and host["read_gbs"] == read["data"]["gbs"] and host["gemv"] == gemv["data"]["rates"], host
+assert host["threads"] == nproc and host["read_gbs"] == read["data"]["gbs"], host
+assert [{"threads": r["threads"], "gemv_gbs": r["gemv_gbs"]} for r in host["gemv"]] == gemv["data"]["rates"], host
+# The quantized profiles' rows: INT8 and INT4 rates at the same thread counts, recorded beside bf16's.
+for q in ("int8", "int4"):
+    it = item("host", "cpu gemv " + q)
+    assert it["status"] in ("ok", "warn") and it["data"]["dtype"] == q, it
+    assert [r["threads"] for r in it["data"]["rates"]] == counts and all(r["gemv_gbs"] > 0 for r in it["data"]["rates"]), it
+    assert [r[q + "_gbs"] for r in host["gemv"]] == [r["gemv_gbs"] for r in it["data"]["rates"]], (host, it)
 assert host["cpu"] == item("host", "cpu + memory")["data"]["cpu"] and host["gemv_dtype"] == "bf16", host
 assert rep["host_only"] is False
 # The scripted interpreter's answer.
@@ -118,6 +125,7 @@ grep -q '^GROUP ' "$work/table.txt" || die "no table header"
 grep -Eq '^cache +read speed +(ok|warn) ' "$work/table.txt" || die "no read speed row: $(cat "$work/table.txt")"
 grep -Eq '^host +host read +ok +[0-9.]+ GB/s memory read' "$work/table.txt" || die "no host read row: $(cat "$work/table.txt")"
 grep -Eq '^host +cpu gemv +(ok|warn) +GB/s of bf16 weights by threads: 1: [0-9.]+' "$work/table.txt" || die "no cpu gemv row"
+grep -Eq '^host +cpu gemv int4 +(ok|warn) +GB/s of INT4 weights and scales by threads: 1: [0-9.]+' "$work/table.txt" || die "no cpu gemv int4 row"
 if [ "$gpu" = 0 ]; then
   [ "$rc" -eq 1 ] || die "doctor --strict exited $rc without a GPU"
   grep -q '^no CUDA GPU: ' "$work/table.txt" || die "the table does not say there is no GPU"
@@ -139,7 +147,7 @@ py = [i for i in rep["items"] if i["group"] == "python"][0]
 assert py["status"] == "missing" and "not found" in py["value"], py
 speed = [i for i in rep["items"] if i["name"] == "read speed"][0]
 assert speed["status"] == "warn" and "skipped" in speed["value"], speed
-for name in ("host read", "cpu gemv"):  # --host-test-mib 0
+for name in ("host read", "cpu gemv", "cpu gemv int8", "cpu gemv int4"):  # --host-test-mib 0
     it = [i for i in rep["items"] if i["name"] == name][0]
     assert it["status"] == "warn" and it["value"] == "skipped (--host-test-mib 0)", it
 assert rep["host"] is None, rep["host"]

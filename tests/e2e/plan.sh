@@ -4,8 +4,8 @@
 # to host memory, with the bytes over PCIe equal to the streamed blocks' sizes; one byte less is a
 # clear error naming the minimum; a budget above the GPU is clamped with a warning; a RAM budget
 # too small to register the streamed blocks reads them from disk and says so. The CPU's figures
-# come from doctor.json's host part, or are measured on the spot. The CPU backend warns that
-# --vram-budget does not apply.
+# come from doctor.json's host part, or are measured on the spot; a quantized profile's CPU layers
+# are priced at its rows' rate. The CPU backend warns that --vram-budget does not apply.
 set -uo pipefail
 source "$TT_SOURCE_DIR/tests/e2e/lib/common.sh"
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['plan']; print($2)" "$1"; }
@@ -50,6 +50,20 @@ check "--cpu-layers 1: summary names both paths" grep -q "streamed over PCIe, 1 
 "$TT" "${P[@]}" --vram-budget "$min" --cpu-layers 99 >/dev/null 2>"$tmp/cpu99.err"; rc=$?
 check "--cpu-layers 99: refused (exit 1)" [ "$rc" -eq 1 ]
 check "--cpu-layers 99: names the flag and the most" grep -q -e "--cpu-layers 99: at most [0-9]* layers can run on the CPU" "$tmp/cpu99.err"
+
+# A quantized profile's layers on the CPU (quantized at load, as the CUDA backend does): priced at
+# the INT4 rows' rate doctor recorded, their bytes the quantized ones.
+Q=(plan "$tmp/ts.thin" --device-memory 8GiB --context 64 --profile max-max-perf --ram-budget 1GiB)
+"$TT" "${Q[@]}" --json >"$tmp/q.json"
+qmin=$(json "$tmp/q.json" "j['min_vram']")
+"$TT" "${Q[@]}" --vram-budget "$qmin" --cpu-layers 1 --json >"$tmp/q1.json" 2>"$tmp/q1.err"
+check "INT4 --cpu-layers 1: one layer on the CPU" [ "$(json "$tmp/q1.json" "j['n_cpu_layers'] == 1")" = True ]
+f32_cpu=$(json "$tmp/cpu1.json" "j['cpu_bytes_per_token']")
+check "INT4 --cpu-layers 1: its quantized bytes read by the CPU (f32 / 6.4 and the f32 norms)" [ "$(json "$tmp/q1.json" "0 < j['cpu_bytes_per_token'] <= sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'cpu') and j['cpu_bytes_per_token'] * 5 < $f32_cpu")" = True ]
+check "INT4 --cpu-layers 1: the INT4 rate from doctor.json" [ "$(json "$tmp/q1.json" "j['bandwidths']['cpu_gemv_weights'] == 'INT4' and '; CPU from doctor.json of ' in j['bandwidths']['source']")" = True ]
+check "INT4 --cpu-layers 1: no warning" [ ! -s "$tmp/q1.err" ]
+"$TT" "${Q[@]}" --vram-budget "$qmin" --cpu-layers 1 >"$tmp/q1.txt"
+check "INT4 --cpu-layers 1: the table names the rows" grep -q "CPU GEMV [0-9.]* GB/s of INT4 weights" "$tmp/q1.txt"
 
 fails_with "one byte below the minimum" "below the minimum working set of .* at a context of 64 tokens" "$TT" "${P[@]}" --vram-budget $((min - 1))
 "$TT" "${P[@]}" --vram-budget 100GiB >/dev/null 2>"$tmp/clamp.err"

@@ -6,7 +6,8 @@
 #   KL within 2% (both sides read the same INT8/INT4 values and scales; only the order of the f32
 #   sums and the f32 prefill GEMMs differ);
 # - TinyStories' greedy text is the CPU's, quantized at load and from a `convert --quant` archive,
-#   resident and streamed (a --vram-budget below the resident plan).
+#   resident and streamed (a --vram-budget below the resident plan), and with a layer on the CPU
+#   beside the stream.
 cmp_reports() {  # cpu.json cuda.json: min cosine within 1e-4, mean KL within 2% (or 1e-9)
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -39,5 +40,15 @@ for p in max-performance max-max-perf; do
   check "tinystories $p: a convert --quant $q archive gives the same text" cmp "$work/ts.$q.cpu.txt" "$work/ts.$q.stored.txt"
   check "tinystories $p: streamed gives the same text" cmp "$work/ts.$q.cpu.txt" "$work/ts.$q.stream.txt"
   grep -h "plan:" "$work/ts.$q.stream.err" | head -1 >>"$OUT/quant.log"
+  # Quantized layers on the CPU beside the stream (host/host_layers.h on INT8/INT4 rows), from the
+  # stored archive and quantized at load: the CPU's greedy text across prefill and decode.
+  for src in "$work/ts.$q.thin" "$work/ts.thin"; do
+    budget=$($TT -q plan "$src" --profile $p --context 256 --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])')
+    $TT run "$src" --temperature 0 --max-tokens 120 --context 256 --device cuda --profile $p --vram-budget "$budget" \
+      --cpu-layers 1 >"$work/ts.$q.cpu1.txt" 2>"$work/ts.$q.cpu1.err"
+    check "tinystories $p: one $q layer on the CPU beside the stream ($(basename "$src")) gives the same text" \
+      sh -c "cmp '$work/ts.$q.cpu.txt' '$work/ts.$q.cpu1.txt' && grep -q '1 computed on the CPU' '$work/ts.$q.cpu1.err'"
+    grep -h "plan:" "$work/ts.$q.cpu1.err" | head -1 >>"$OUT/quant.log"
+  done
   cp "$work/ts.$q.cuda.txt" "$OUT/"
 done

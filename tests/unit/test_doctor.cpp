@@ -270,6 +270,35 @@ TEST(Doctor, HostGemvRateInterpolatesBetweenMeasuredThreadCounts) {
     EXPECT_DOUBLE_EQ(h.gemv_gbs_at(4), 0.0);      // nothing measured
 }
 
+TEST(Doctor, QuantizedGemvRatesRoundTripAndInterpolate) {
+    // The INT8 and INT4 rows' rates beside bf16's: written, read back, interpolated as bf16's.
+    DoctorRecord r;
+    r.date = "d";
+    r.host = sample_host();
+    for (HostGemvRate& g : r.host->gemv) g.int8_gbs = g.gemv_gbs * 0.9, g.int4_gbs = g.gemv_gbs * 0.5;
+    const json j = doctor_record_to_json(r);
+    EXPECT_EQ(j["host"]["gemv"][0], json({{"threads", 1}, {"gemv_gbs", 11.0}, {"int8_gbs", 11.0 * 0.9}, {"int4_gbs", 5.5}}));
+    const DoctorRecord back = doctor_record_from_json(j, "rec.json");
+    EXPECT_DOUBLE_EQ(back.host->gemv_gbs_at(3, QuantScheme::int4), 13.5);  // halfway between 10 and 17
+    EXPECT_DOUBLE_EQ(back.host->gemv_gbs_at(16, QuantScheme::int8), 52.0 * 0.9);
+    EXPECT_DOUBLE_EQ(back.host->gemv_gbs_at(3, QuantScheme::none), 27.0);
+    // A record from before the quantized rates: bf16's stand, INT8 / INT4 are unknown (0), also
+    // when only some thread counts have them.
+    HostCeilings old = sample_host();
+    EXPECT_DOUBLE_EQ(old.gemv_gbs_at(4, QuantScheme::int4), 0.0);
+    EXPECT_DOUBLE_EQ(old.gemv_gbs_at(4), 34.0);
+    old.gemv[0].int4_gbs = 5.0;
+    EXPECT_DOUBLE_EQ(old.gemv_gbs_at(1, QuantScheme::int4), 0.0);
+    json bad = j;
+    bad["host"]["gemv"][2]["int4_gbs"] = -1;
+    try {
+        doctor_record_from_json(bad, "rec.json");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("host.gemv[2]: field 'int4_gbs' is -1"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Doctor, CpuModelNameIsTheFirstOfProcCpuinfo) {
     const std::string name = cpu_model_name();
     EXPECT_FALSE(name.empty());

@@ -10,6 +10,7 @@
 #include "backends/host/host_backend.h"
 #include "backends/host/host_layers.h"
 #include "convert/convert.h"
+#include "convert/quantize_archive.h"
 #include "core/error.h"
 #include "format/archive.h"
 #include "format/safetensors.h"
@@ -248,10 +249,17 @@ TEST(HostLayers, KvRowsAreTheReferencesRoundedToTheCacheDtype) {
 }
 
 TEST(HostLayers, DecodeBytesAreTheLayersBlocks) {
-    for (const std::string fixture : {"qwen2", "qwen3_moe", "qwen3_moe_shexp"}) {
+    // A quantized archive's blocks hold each matrix's values and its scales tensor: both are read.
+    const std::string int4 = (temp_dir() / "qwen2.int4.thin").string();
+    {
+        ThreadPool pool(2);
+        quantize_archive(Archive::open(fixture_archive("qwen2", DType::bf16)), QuantScheme::int4, k_int4_default_group, int4, pool);
+    }
+    for (const std::string fixture : {"qwen2", "qwen2 int4", "qwen3_moe", "qwen3_moe_shexp"}) {
         SCOPED_TRACE(fixture);
         const Archive a = Archive::open(fixture == "qwen3_moe_shexp" ? shared_expert_archive(DType::bf16)
-                                                                      : fixture_archive(fixture, DType::bf16));
+                                        : fixture == "qwen2 int4"    ? int4
+                                                                     : fixture_archive(fixture, DType::bf16));
         const ModelSpec s = spec_from_archive(a);
         const ModelWeights w = bind_weights(a, s);
         ThreadPool pool(1);

@@ -26,6 +26,16 @@ TEST(HostMeasure, ReadAndGemvRatesArePositive) {
         const double g = b.gbs(pool);
         EXPECT_TRUE(std::isfinite(g) && g > 0) << dtype_name(dt) << " " << g;
     }
+    // INT8 and INT4 rows with their scales after them: 4096 + 4 and 2048 + 128 x 4 bytes a row.
+    for (QuantScheme q : {QuantScheme::int8, QuantScheme::int4}) {
+        host::GemvBench b(pool, q, size_t(16) << 20);
+        const size_t row = q == QuantScheme::int8 ? 4100 : 2560;
+        EXPECT_EQ(b.bytes() % (16 * row), 0u) << quant_scheme_name(q);
+        EXPECT_LE(b.bytes(), size_t(16) << 20);
+        EXPECT_GT(b.bytes(), (size_t(16) << 20) - 16 * row);
+        const double g = b.gbs(pool);
+        EXPECT_TRUE(std::isfinite(g) && g > 0) << quant_scheme_name(q) << " " << g;
+    }
     host::GemvBench tiny(pool, DType::bf16, 1);  // at least 16 rows
     EXPECT_EQ(tiny.bytes(), size_t(16 * host::GemvBench::k_cols * 2));
     EXPECT_GT(host::measure_gemv_gbs(pool, DType::bf16, size_t(8) << 20), 0);
@@ -84,7 +94,32 @@ TEST(HostPlan, CpuFiguresFromTheRecordMeasuredOrAssumed) {
     src = host::fill_host_bandwidths(bw, nullptr, 2, false);
     EXPECT_EQ(src.text, "CPU assumed (no doctor.json: `thintensor doctor` stores one)");
 
-    // Measured now.
+    // A quantized profile's CPU layers: the record's INT4 rate when it has one, else (a record
+    // from before those were measured) assumed, saying so.
+    r.host = h;
+    r.host->gemv = {{1, 10.0, 9.0, 6.0}, {2, 18.0, 16.0, 11.0}, {4, 30.0, 27.0, 19.0}};
+    bw = Bandwidths{};
+    src = host::fill_host_bandwidths(bw, &r, 3, false, QuantScheme::int4);
+    EXPECT_EQ(src.from, host::RatesFrom::record);
+    EXPECT_DOUBLE_EQ(bw.cpu_gemv_gbs, 15.0);
+    EXPECT_EQ(bw.cpu_gemv_weights, QuantScheme::int4);
+    for (HostGemvRate& g : r.host->gemv) g.int4_gbs = 0;
+    bw = Bandwidths{};
+    src = host::fill_host_bandwidths(bw, &r, 3, false, QuantScheme::int4);
+    EXPECT_EQ(src.from, host::RatesFrom::assumed);
+    EXPECT_EQ(src.text, "CPU assumed (doctor.json of 2025-01-31T12:00:05Z has no INT4 GEMV rate: `thintensor doctor` measures it)");
+    EXPECT_DOUBLE_EQ(bw.cpu_gemv_gbs, defaults.cpu_gemv_gbs);
+    EXPECT_DOUBLE_EQ(bw.host_read_gbs, defaults.host_read_gbs);
+    src = host::fill_host_bandwidths(bw, &r, 3, false, QuantScheme::int8);  // INT8's is there
+    EXPECT_EQ(src.from, host::RatesFrom::record);
+    EXPECT_DOUBLE_EQ(bw.cpu_gemv_gbs, 21.5);
+
+    // Measured now, on bf16 rows and on INT4 rows.
+    bw = Bandwidths{};
+    src = host::fill_host_bandwidths(bw, nullptr, 1, true, QuantScheme::int4);
+    EXPECT_EQ(src.from, host::RatesFrom::measured);
+    EXPECT_GT(bw.cpu_gemv_gbs, 0);
+    EXPECT_EQ(bw.cpu_gemv_weights, QuantScheme::int4);
     bw = Bandwidths{};
     src = host::fill_host_bandwidths(bw, nullptr, 1, true);
     EXPECT_EQ(src.from, host::RatesFrom::measured);

@@ -464,10 +464,6 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
-    if (plan_.n_cpu_layers > 0 && archive_quant_scheme(a) != QuantScheme::none)
-        fail("{}: the plan computes {} layers on the CPU, but layers on the CPU beside the GPU compute float weights only, not "
-             "{} ones; give the GPU more memory (--vram-budget), stream instead (--cpu-layers 0), or use --device host",
-             a.path(), plan_.n_cpu_layers, quant_scheme_label(archive_quant_scheme(a)));
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "

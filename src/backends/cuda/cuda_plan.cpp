@@ -11,13 +11,13 @@
 
 namespace tt::cuda {
 
-Bandwidths device_bandwidths(int device, bool measure, int n_threads) {
+Bandwidths device_bandwidths(int device, bool measure, int n_threads, QuantScheme cpu_weights) {
     Bandwidths bw;
     const auto devices = list_devices();
     TT_ASSERT(device >= 0 && device < int(devices.size()));
     const auto record = load_doctor_record();
     const GpuCeilings* g = record ? record->gpu(device) : nullptr;
-    const host::HostRatesSource cpu = host::fill_host_bandwidths(bw, record ? &*record : nullptr, n_threads, measure);
+    const host::HostRatesSource cpu = host::fill_host_bandwidths(bw, record ? &*record : nullptr, n_threads, measure, cpu_weights);
     if (g && g->name == devices[size_t(device)].name && g->h2d_pinned_gbs > 0 && g->d2d_gbs > 0 && g->gemm_bf16_tflops > 0) {
         bw.h2d_pinned_gbs = g->h2d_pinned_gbs;
         bw.device_gbs = g->d2d_gbs;
@@ -71,8 +71,8 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     in.device_total = total_b;
     in.ram_available = host_available_ram();
     in.can_register = can_register && can_register_read_only(device);
-    in.bw = device_bandwidths(device, measure, opt.n_threads);
     apply_profile_quant(in, archive, opt.profile);
+    in.bw = device_bandwidths(device, measure, opt.n_threads, in.weights_quant);  // layers on the CPU read these weights
     return in;
 }
 

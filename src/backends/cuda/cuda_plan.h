@@ -11,11 +11,11 @@ namespace tt::cuda {
 
 // Bandwidths of CUDA device `device`: doctor.json's record when it names this GPU, else measured
 // now (h2d pinned, device copy, bf16 GEMM; about a second) when `measure`, else plan.h's assumed
-// defaults. The CPU side (host read, host GEMV with n_threads threads, 0 = every hardware thread)
-// the same way on its own (host/host_plan.h): a record may hold one part and not the other.
-// Disk and host-copy speeds are always assumed (see plan.h); bw.source says which part came from
-// where.
-Bandwidths device_bandwidths(int device, bool measure, int n_threads);
+// defaults. The CPU side (host read, host GEMV over `cpu_weights` rows with n_threads threads,
+// 0 = every hardware thread) the same way on its own (host/host_plan.h): a record may hold one
+// part and not the other. Disk and host-copy speeds are always assumed (see plan.h); bw.source
+// says which part came from where.
+Bandwidths device_bandwidths(int device, bool measure, int n_threads, QuantScheme cpu_weights = QuantScheme::none);
 // True when `bw` came from neither doctor.json nor a measurement.
 bool bandwidths_assumed(const Bandwidths& bw);
 

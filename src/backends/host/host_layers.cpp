@@ -61,7 +61,12 @@ void round_to(float* x, int n, DType dt) {
         for (int i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
 }
 
-uint64_t bytes_of(const TensorView* t) { return t ? t->nbytes : 0; }
+// A tensor's bytes, a quantized matrix's scales included (a decode token reads both).
+uint64_t bytes_of(const TensorView* t) {
+    if (!t) return 0;
+    if (t->quant == QuantScheme::none) return t->nbytes;
+    return t->nbytes + uint64_t(t->shape[0]) * 4 * uint64_t(quant_row_scales(t->quant, t->shape[1], t->group_size));
+}
 
 // Every tensor of the layer but its routed experts.
 uint64_t layer_bytes_without_experts(const LayerWeights& L) {

@@ -20,10 +20,13 @@ struct HostRatesSource {
 };
 
 // Sets bw.host_read_gbs, bw.cpu_gemv_gbs and bw.cpu_threads for n_threads threads (<= 0: every
-// hardware thread). From `record`'s host part when it names this CPU (the GEMV rate interpolated
-// between the measured thread counts); else, when `measure`, measured now (256 MiB or twice the
-// last-level cache: well under a second); else the assumed defaults stay. Never throws: a
-// failed measurement leaves the defaults and says why.
-HostRatesSource fill_host_bandwidths(Bandwidths& bw, const DoctorRecord* record, int n_threads, bool measure);
+// hardware thread), the GEMV rate over the rows `weights` names (none: bf16; INT8 / INT4 rows
+// with their scales for a quantized profile), and bw.cpu_gemv_weights. From `record`'s host part
+// when it names this CPU and holds that rate (interpolated between the measured thread counts);
+// else, when `measure`, measured now (256 MiB or twice the last-level cache: well under a second
+// per kind of rows); else the assumed defaults stay. Never throws: a failed measurement leaves
+// the defaults and says why.
+HostRatesSource fill_host_bandwidths(Bandwidths& bw, const DoctorRecord* record, int n_threads, bool measure,
+                                     QuantScheme weights = QuantScheme::none);
 
 }  // namespace tt::host

@@ -119,24 +119,53 @@ double measure_read_gbs(ThreadPool& pool, size_t bytes) {
     return measure_read_gbs(pool, buf);
 }
 
-GemvBench::GemvBench(ThreadPool& pool, DType dt, size_t bytes)
-    : w_(std::max<size_t>(16, bytes / (size_t(k_cols) * dtype_size(dt)) / 16 * 16) * size_t(k_cols) * dtype_size(dt)) {
-    TT_ASSERT(dt == DType::f32 || dt == DType::f16 || dt == DType::bf16);
-    const size_t es = dtype_size(dt), row_bytes = size_t(k_cols) * es;
-    const int64_t rows = int64_t(w_.size() / row_bytes);
+namespace {
+
+// Bytes one row of the bench matrix takes: its values, and a quantized row's f32 scales.
+size_t bench_row_bytes(DType dt, QuantScheme scheme) {
+    if (scheme == QuantScheme::none) return size_t(GemvBench::k_cols) * dtype_size(dt);
+    return size_t(quant_row_bytes(scheme, GemvBench::k_cols)) +
+           4 * size_t(quant_row_scales(scheme, GemvBench::k_cols, k_int4_default_group));
+}
+
+}  // namespace
+
+GemvBench::GemvBench(ThreadPool& pool, DType dt, size_t bytes) : GemvBench(pool, dt, QuantScheme::none, bytes) {}
+
+GemvBench::GemvBench(ThreadPool& pool, QuantScheme scheme, size_t bytes)
+    : GemvBench(pool, scheme == QuantScheme::int8 ? DType::i8 : DType::u8, scheme, bytes) {
+    TT_ASSERT(scheme != QuantScheme::none);
+}
+
+GemvBench::GemvBench(ThreadPool& pool, DType dt, QuantScheme scheme, size_t bytes)
+    : w_(std::max<size_t>(16, bytes / bench_row_bytes(dt, scheme) / 16 * 16) * bench_row_bytes(dt, scheme)) {
+    TT_ASSERT(scheme != QuantScheme::none || dt == DType::f32 || dt == DType::f16 || dt == DType::bf16);
+    const int64_t rows = int64_t(w_.size() / bench_row_bytes(dt, scheme));
+    const size_t row_bytes = scheme == QuantScheme::none ? size_t(k_cols) * dtype_size(dt) : size_t(quant_row_bytes(scheme, k_cols));
+    const size_t n_scales = scheme == QuantScheme::none ? 0 : size_t(quant_row_scales(scheme, k_cols, k_int4_default_group));
     view_.name = "gemv bench";
     view_.dtype = dt;
     view_.shape = {rows, k_cols};
     view_.data = w_.data();
-    view_.nbytes = w_.size();
-    // Small finite weights (no denormals, no NaN): one row converted once, copied into every row.
+    view_.nbytes = uint64_t(rows) * row_bytes;  // the values; a quantized matrix's scales follow them
+    view_.quant = scheme;
+    view_.group_size = scheme == QuantScheme::int4 ? k_int4_default_group : 0;
+    float* scales = reinterpret_cast<float*>(w_.data() + view_.nbytes);
+    if (scheme != QuantScheme::none) view_.scales = scales;
+    // Small finite weights (no denormals, no NaN): one row converted (or quantized) once, copied
+    // into every row.
     std::vector<float> row_f32(static_cast<size_t>(k_cols));
     for (size_t c = 0; c < row_f32.size(); ++c) row_f32[c] = float(int(c % 7) - 3) * 0.01f;
     std::vector<uint8_t> row(row_bytes);
-    convert_floats(row_f32.data(), DType::f32, row.data(), dt, row_f32.size());
+    std::vector<float> row_scales(n_scales);
+    if (scheme == QuantScheme::none) convert_floats(row_f32.data(), DType::f32, row.data(), dt, row_f32.size());
+    else quantize_row(scheme, view_.group_size, row_f32.data(), k_cols, row.data(), row_scales.data());
     const size_t blocks = size_t(rows / 16);  // the 16-row blocks gemv hands out
     pool.parallel_for(blocks, [&](size_t b0, size_t b1) {
-        for (size_t r = b0 * 16; r < b1 * 16; ++r) std::memcpy(w_.data() + r * row_bytes, row.data(), row_bytes);
+        for (size_t r = b0 * 16; r < b1 * 16; ++r) {
+            std::memcpy(w_.data() + r * row_bytes, row.data(), row_bytes);
+            if (n_scales) std::memcpy(scales + r * n_scales, row_scales.data(), n_scales * 4);
+        }
     });
     x_.assign(static_cast<size_t>(k_cols), 1.0f / float(k_cols));
     y_.assign(static_cast<size_t>(rows), 0.0f);
@@ -155,7 +184,7 @@ double GemvBench::gbs(ThreadPool& pool) {
     uint32_t bits = 0;
     std::memcpy(&bits, &y_.back(), sizeof bits);
     g_sink = g_sink + bits;
-    return double(view_.nbytes) / best / 1e9;
+    return double(w_.size()) / best / 1e9;  // values and scales: what a decode layer's bytes count
 }
 
 double measure_gemv_gbs(ThreadPool& pool, DType dt, size_t bytes) {

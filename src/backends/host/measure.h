@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "format/tensor.h"
 
@@ -48,20 +49,26 @@ double measure_read_gbs(ThreadPool& pool, size_t bytes = k_measure_bytes);
 // the GEMV reads, without touching a second buffer).
 double measure_read_gbs(ThreadPool& pool, const PageBuffer& buf);
 
-// A [rows, 4096] weight matrix of `dt` (f32, f16, bf16) of about `bytes` (rows a multiple of 16,
-// at least 16), with its x and y vectors, for timing host::gemv with one pool or several.
+// A [rows, 4096] weight matrix of `dt` (f32, f16, bf16), or of INT8 / INT4 rows (groups of
+// k_int4_default_group) with their f32 scales after them, of about `bytes` in all (rows a multiple
+// of 16, at least 16), with its x and y vectors, for timing host::gemv with one pool or several.
+// A quantized profile's layers on the CPU read such rows, at a rate of their own: the INT4 kernel
+// widens nibbles, which can bound it below the memory (docs/QUANTIZATION.md).
 class GemvBench {
 public:
     static constexpr int64_t k_cols = 4096;
     // The matrix is written (first touch) by `pool`'s threads, rows split as gemv splits them.
     GemvBench(ThreadPool& pool, DType dt, size_t bytes);
-    // Weight bytes per second / 1e9 of host::gemv (best_isa()) with `pool`: one untimed call,
-    // then the best of 5 timed calls (fewer when they pass half a second).
+    GemvBench(ThreadPool& pool, QuantScheme scheme, size_t bytes);  // scheme int8 or int4
+    // Weight bytes (values and scales) per second / 1e9 of host::gemv (best_isa()) with `pool`:
+    // one untimed call, then the best of 5 timed calls (fewer when they pass half a second).
     double gbs(ThreadPool& pool);
-    size_t bytes() const { return size_t(view_.nbytes); }
+    size_t bytes() const { return w_.size(); }
     const PageBuffer& matrix() const { return w_; }
 
 private:
+    // Rows of `row_bytes` values, then (quantized) `row_scales` f32 scales per row.
+    GemvBench(ThreadPool& pool, DType dt, QuantScheme scheme, size_t bytes);
     PageBuffer w_;
     TensorView view_;
     std::vector<float> x_, y_;
