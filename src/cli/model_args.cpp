@@ -70,6 +70,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "Numerical profile: balanced (fast, default), safe (f32 activations everywhere), max-performance (INT8 "
                    "weights) or max-max-perf (INT4 weights); docs/QUANTIZATION.md")
         ->check(CLI::IsMember({"safe", "balanced", "max-performance", "max-max-perf"}));
+    sub.add_option("--kv-cache", a.kv_cache,
+                   "KV cache storage: auto (f32 on the CPU, the weights' float dtype on host and CUDA; default) or int8 (a "
+                   "scale per head and position; --device cpu and host only so far); docs/QUANTIZATION.md")
+        ->check(CLI::IsMember({"auto", "int8"}));
     sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)")
         ->check(byte_budget("--vram-budget"));
     sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)")
@@ -134,6 +138,12 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     std::string why;
     bo.device = a.device.empty() ? default_device(spec, &why) : a.device;
     bo.profile = parse_profile(a.profile);
+    bo.kv_cache = parse_kv_cache_type(a.kv_cache);
+    // The 8-bit KV cache runs on the CPU backends only so far: the automatic device follows it.
+    if (a.device.empty() && bo.device != "cpu" && bo.kv_cache == KvCacheType::int8) {
+        why = "--kv-cache int8 runs on the CPU and host backends only so far";
+        bo.device = "cpu";
+    }
     if (a.device.empty() && bo.device != "cpu")
         if (std::string r = quant_unsupported_reason(bo.device, *archive, bo.profile); !r.empty()) {
             why = std::move(r);

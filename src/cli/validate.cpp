@@ -105,7 +105,8 @@ int run_reference_file(const Opts& o) {
     // is held to the looser bound of issue #4.
     // A quantized profile is held to the bounds measured for its scheme (docs/QUANTIZATION.md).
     const bool strict = archive_all_f32(*m.archive) && o.key == "logits_f32";
-    const ParityThresholds th = reference_file_thresholds(parse_profile(o.model.profile), strict);
+    const ParityThresholds th =
+        with_kv_cache(reference_file_thresholds(parse_profile(o.model.profile), strict), parse_kv_cache_type(o.model.kv_cache));
     const double min_cos = o.min_cosine >= 0 ? o.min_cosine : th.min_cosine;
     const double max_diff = o.max_abs_diff >= 0 ? o.max_abs_diff : th.max_abs_diff;
     const double max_kl = o.max_kl >= 0 ? o.max_kl : th.max_mean_kl;
@@ -332,7 +333,8 @@ int run_hf(const Opts& o) {
     const std::string hf_device = !o.hf_device.empty() ? o.hf_device : device.rfind("cuda", 0) == 0 ? device : "cpu";
     const Profile profile = parse_profile(o.model.profile);
 
-    ParityThresholds th = default_parity_thresholds(profile, archive_f32, hf_dtype == "float32");
+    ParityThresholds th =
+        with_kv_cache(default_parity_thresholds(profile, archive_f32, hf_dtype == "float32"), parse_kv_cache_type(o.model.kv_cache));
     if (o.min_cosine >= 0) th.min_cosine = o.min_cosine;
     if (o.max_kl >= 0) th.max_mean_kl = o.max_kl;
     if (o.max_abs_diff >= 0) th.max_abs_diff = o.max_abs_diff;

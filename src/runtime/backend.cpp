@@ -100,6 +100,10 @@ std::string quant_unsupported_reason(const std::string& device, const Archive& a
 
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
+    // note: CUDA stores its cache in float until its attention kernels read INT8 rows.
+    if (opt.kv_cache == KvCacheType::int8 && opt.device.rfind("cuda", 0) == 0)
+        fail("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet (docs/QUANTIZATION.md); use --device cpu or host, or "
+             "--kv-cache auto");
     if (const std::string why = quant_unsupported_reason(opt.device, archive, opt.profile); !why.empty())
         fail("--device {}: {}; use --device cpu", opt.device, why);
     if (opt.device == "host")

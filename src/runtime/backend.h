@@ -6,6 +6,7 @@
 // on, and decode_batch() advances several by one token in one pass over the weights.
 #pragma once
 
+#include "runtime/kv_cache_type.h"
 #include "runtime/profile.h"
 
 #include <cstdint>
@@ -110,6 +111,7 @@ struct BackendOptions {
     int context = 0;             // KV cache length; 0 = the model's max_context
     int n_threads = 0;           // CPU threads; 0 = all cores
     Profile profile = Profile::balanced;
+    KvCacheType kv_cache = KvCacheType::automatic;  // int8: the 8-bit KV cache (cpu and host so far)
     uint64_t vram_budget = 0;    // bytes of VRAM the backend may use; 0 = free VRAM minus a margin
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)

@@ -2,6 +2,7 @@
 // the two sides, and the greedy-continuation rule. docs/VALIDATION.md explains the numbers.
 #pragma once
 
+#include "runtime/kv_cache_type.h"
 #include "runtime/profile.h"
 
 #include <cstdint>
@@ -32,6 +33,13 @@ ParityThresholds default_parity_thresholds(Profile profile, bool archive_f32, bo
 // (INT4, groups of 32) min cosine 0.97, mean KL 0.05; max |delta logit| unchecked. Measured on
 // TinyStories-656K and the hf-tiny fixtures: docs/QUANTIZATION.md.
 ParityThresholds reference_file_thresholds(Profile profile, bool strict);
+
+// The 8-bit KV cache (--kv-cache int8) on top of a profile's bounds: min cosine and mean KL no
+// tighter than 0.9995 and 1e-3; a strict check's max |delta logit| becomes a mean KL of 1e-3
+// (a float profile's own bounds are the float cache's rounding; the quantized profiles' stay:
+// the cache adds ~0.3% to INT4's KL).
+// Measured on TinyStories-656K and the hf-tiny fixtures: docs/QUANTIZATION.md.
+ParityThresholds with_kv_cache(ParityThresholds t, KvCacheType kv);
 
 // A bf16 reference carries its own rounding. When transformers also computed the same weights in
 // float32, a prompt that misses the cosine or KL bound against the bf16 reference still passes on

@@ -159,6 +159,21 @@ TEST_P(HostVsReference, AllLogitsMatchTheCpuReference) {
     three.n_threads = 3;
     auto split = make_host_backend(a, three, 0);
     EXPECT_EQ(all_logits(*split, ids), got);
+
+    // The 8-bit KV cache (runtime/kv_cache_type.h): the host stores INT8 rows and scales and
+    // scales after each product, the reference keeps the rounded rows in f32: the same numbers
+    // summed in another order. Held to the f32 bound, split or not.
+    if (c.dt != DType::f32) return;
+    opt.kv_cache = three.kv_cache = KvCacheType::int8;
+    const std::vector<float> want8 = all_logits(*make_cpu_backend(a, opt), ids);
+    auto host8 = make_host_backend(a, opt);
+    EXPECT_NE(host8->describe().find("8-bit KV cache"), std::string::npos) << host8->describe();
+    const std::vector<float> got8 = all_logits(*host8, ids);
+    const LogitComparison cmp8 = compare_logits(want8.data(), got8.data(), k_prompt, spec.vocab_size);
+    EXPECT_LE(cmp8.max_abs_diff, 1e-3) << "8-bit KV cache, position " << cmp8.max_abs_diff_pos;
+    EXPECT_EQ(cmp8.top1_agreement, 1.0);
+    EXPECT_GT(compare_logits(want.data(), got8.data(), k_prompt, spec.vocab_size).max_abs_diff, 1e-6);  // it is 8-bit
+    EXPECT_EQ(all_logits(*make_host_backend(a, three, 0), ids), got8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HostVsReference,

@@ -39,6 +39,7 @@ public:
         quant_ = quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
                                   profile_name(opt.profile), w_, pool_);
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
+        kv_int8_ = opt.kv_cache == KvCacheType::int8;
         if (opt.n_sequences < 1) fail("the CPU backend needs at least 1 sequence, got {}", opt.n_sequences);
         delta_.resize(size_t(spec_.n_layers));
         for (int il = 0; il < spec_.n_layers; ++il)
@@ -69,7 +70,9 @@ public:
             per_layer_embed_scale_ = in_dtype(float(std::sqrt(double(spec_.per_layer_dim))), w_.per_layer_token_embd->dtype);
     }
 
-    std::string describe() const override { return fmt::format("cpu ({} threads)", pool_.size()); }
+    std::string describe() const override {
+        return fmt::format("cpu ({} threads{})", pool_.size(), kv_int8_ ? ", 8-bit KV cache" : "");
+    }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return cur_->n_past; }
     // A KV cache keeps every position; a DeltaNet state only the positions of its checkpoints.
@@ -153,6 +156,7 @@ private:
     float embed_scale_ = 1.0f;
     float per_layer_embed_scale_ = 1.0f;
     int n_ctx_ = 0;
+    bool kv_int8_ = false;  // --kv-cache int8 (runtime/kv_cache_type.h)
     std::vector<DeltaLayer> delta_;  // [layer] (DeltaNet layers)
     std::vector<Sequence> seqs_;
     Sequence* cur_ = nullptr;        // the selected sequence
@@ -370,7 +374,12 @@ void CpuBackend::attention(const LayerWeights& L, int il, const float* x, std::s
                 cpu::rmsnorm_unweighted(vh, s.norm_eps, vh, HD);
             }
         }
-        // past_key_values.update(key_states, value_states, layer_idx)
+        // past_key_values.update(key_states, value_states, layer_idx); an 8-bit cache keeps the
+        // rows rounded through INT8, which every later read (this pass's included) sees.
+        if (kv_int8_) {
+            round_kv_row_int8(&k[size_t(t) * size_t(KV)], n_kv_heads, HD);
+            round_kv_row_int8(&v[size_t(t) * size_t(KV)], n_kv_heads, HD);
+        }
         std::copy_n(&k[size_t(t) * size_t(KV)], KV, &q_seq.k_cache[size_t(il)][size_t(pos) * size_t(KV)]);
         std::copy_n(&v[size_t(t) * size_t(KV)], KV, &q_seq.v_cache[size_t(il)][size_t(pos) * size_t(KV)]);
     }

@@ -57,6 +57,7 @@ Isa best_isa() {
 
 namespace {
 float element(const uint8_t* p, DType dt) {
+    if (dt == DType::i8) return float(int8_t(*p));
     float v;
     to_f32(p, dt, &v, 1);
     return v;
@@ -82,7 +83,7 @@ void weighted_sum_scalar(const void* w, DType dt, int64_t n_rows, int64_t cols, 
 }
 
 void check_kernel_args(DType dt, Isa isa) {
-    TT_ASSERT(dt == DType::f32 || dt == DType::f16 || dt == DType::bf16, "host kernels on {} data", dtype_name(dt));
+    TT_ASSERT(dt == DType::f32 || dt == DType::f16 || dt == DType::bf16 || dt == DType::i8, "host kernels on {} data", dtype_name(dt));
     TT_ASSERT(isa_supported(isa), "{} kernels on a CPU without them", isa_name(isa));
 }
 

@@ -29,8 +29,9 @@ void gemv(ThreadPool& pool, const TensorView& w, const float* x, float* y, bool 
 void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate, Isa isa);
 
 // The same kernels on rows `stride` elements apart, on the calling thread: attention over one
-// head's slice of a KV cache ([position, kv_dim] rows of f32/f16/bf16; w points at the first row's
-// slice). y[j] = W[j, 0:cols] . x for j < n_rows: the scores of cached keys.
+// head's slice of a KV cache ([position, kv_dim] rows of f32/f16/bf16, or i8: the 8-bit cache's
+// values, whose per-row scales the caller applies; w points at the first row's slice).
+// y[j] = W[j, 0:cols] . x for j < n_rows: the scores of cached keys.
 void dot_rows(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* x, float* y,
               Isa isa = best_isa());
 // y[c] += sum_j p[j] W[j, c] for c < cols, j < n_rows: the probability-weighted sum of cached values.

@@ -21,6 +21,7 @@ struct Avx2 {
     static __m256 load(const void* p) {
         if constexpr (D == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(p));
         else if constexpr (D == DType::f16) return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+        else if constexpr (D == DType::i8) return load_q8(static_cast<const uint8_t*>(p));
         else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))), 16));
     }
     static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }

@@ -23,6 +23,7 @@ struct Avx512 {
     static __m512 load(const void* p) {
         if constexpr (D == DType::f32) return _mm512_loadu_ps(static_cast<const float*>(p));
         else if constexpr (D == DType::f16) return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+        else if constexpr (D == DType::i8) return load_q8(static_cast<const uint8_t*>(p));
         else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p))), 16));
     }
     static float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }

@@ -1,6 +1,6 @@
 // The row loop of the host GEMV for one vector instruction set, included only by the per-ISA
 // files (gemv_avx2.cpp, gemv_avx512.cpp), each compiled with its own -m flags. V supplies the
-// vector type and its operations: width, zero(), load<D>(p) (W weights widened to f32), loadx(p),
+// vector type and its operations: width, zero(), load<D>(p) (W weights, or INT8 values, widened to f32), loadx(p),
 // set1(f), store(p, v), fma(a, b, c) and hsum(v). Rows are `stride` elements apart: cols for a
 // weight matrix, kv_dim for one head's slice of a KV cache.
 //
@@ -16,18 +16,23 @@
 namespace tt::host::detail {
 namespace {
 
+// D: f32, f16, bf16, or i8 (the 8-bit KV cache's rows: the values alone, the caller scales).
 template <DType D>
-constexpr size_t weight_size() { return D == DType::f32 ? 4 : 2; }
+constexpr size_t weight_size() { return D == DType::f32 ? 4 : D == DType::i8 ? 1 : 2; }
+
+template <DType D>
+float element(const uint8_t* p) {
+    if constexpr (D == DType::i8) return float(int8_t(*p));
+    float v;
+    to_f32(p, D, &v, 1);
+    return v;
+}
 
 // The columns past the last full vector, one at a time.
 template <DType D>
 float tail(const uint8_t* row, int64_t c0, int64_t cols, const float* x) {
     float acc = 0;
-    for (int64_t c = c0; c < cols; ++c) {
-        float v;
-        to_f32(row + uint64_t(c) * weight_size<D>(), D, &v, 1);
-        acc += v * x[c];
-    }
+    for (int64_t c = c0; c < cols; ++c) acc += element<D>(row + uint64_t(c) * weight_size<D>()) * x[c];
     return acc;
 }
 
@@ -99,11 +104,7 @@ void weighted_sum(const void* w, int64_t n_rows, int64_t cols, int64_t stride, c
     }
     for (; c < cols; ++c) {
         float a = y[c];
-        for (int64_t j = 0; j < n_rows; ++j) {
-            float v;
-            to_f32(base + uint64_t(j * stride + c) * es, D, &v, 1);
-            a += p[j] * v;
-        }
+        for (int64_t j = 0; j < n_rows; ++j) a += p[j] * element<D>(base + uint64_t(j * stride + c) * es);
         y[c] = a;
     }
 }
@@ -114,6 +115,7 @@ void rows_for(const void* w, DType dt, int64_t cols, int64_t stride, const float
     switch (dt) {
     case DType::f32: rows<V, DType::f32>(w, cols, stride, x, y, r0, r1, accumulate); break;
     case DType::f16: rows<V, DType::f16>(w, cols, stride, x, y, r0, r1, accumulate); break;
+    case DType::i8: rows<V, DType::i8>(w, cols, stride, x, y, r0, r1, accumulate); break;
     default: rows<V, DType::bf16>(w, cols, stride, x, y, r0, r1, accumulate); break;
     }
 }
@@ -217,6 +219,7 @@ void weighted_sum_for(const void* w, DType dt, int64_t n_rows, int64_t cols, int
     switch (dt) {
     case DType::f32: weighted_sum<V, DType::f32>(w, n_rows, cols, stride, p, y); break;
     case DType::f16: weighted_sum<V, DType::f16>(w, n_rows, cols, stride, p, y); break;
+    case DType::i8: weighted_sum<V, DType::i8>(w, n_rows, cols, stride, p, y); break;
     default: weighted_sum<V, DType::bf16>(w, n_rows, cols, stride, p, y); break;
     }
 }

@@ -94,7 +94,8 @@ HostLayers::HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector
       rope_local_(make_rope_table(spec.rope_local)) {
     const ModelSpec& s = spec_;
     TT_ASSERT(n_ctx > 0, "host layers with a context of {}", n_ctx);
-    TT_ASSERT(kv_dt == DType::f32 || kv_dt == DType::f16 || kv_dt == DType::bf16, "a {} KV cache", dtype_name(kv_dt));
+    TT_ASSERT(kv_dt == DType::f32 || kv_dt == DType::f16 || kv_dt == DType::bf16 || kv_dt == DType::i8, "a {} KV cache",
+              dtype_name(kv_dt));
     TT_ASSERT(int(w.layers.size()) == s.n_layers);
     slot_of_.assign(size_t(s.n_layers), -1);
     decode_bytes_.resize(size_t(s.n_layers));
@@ -135,6 +136,10 @@ HostLayers::HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector
         y.b_down = widen(L.b_down);
         y.k_cache = alloc_cache(kv_bytes);
         y.v_cache = alloc_cache(kv_bytes);
+        if (kv_dt == DType::i8) {
+            y.k_scale = std::make_unique<float[]>(size_t(n_ctx) * size_t(s.n_kv_heads));
+            y.v_scale = std::make_unique<float[]>(size_t(n_ctx) * size_t(s.n_kv_heads));
+        }
     }
 
     const size_t H = size_t(s.hidden_dim), K = size_t(std::max(s.moe.top_k, 0));
@@ -159,6 +164,11 @@ HostLayers::HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector
         a.q.resize(size_t(s.head_dim));
         a.k.resize(size_t(s.head_dim));
         a.v.resize(size_t(s.head_dim));
+        if (kv_dt == DType::i8) {
+            a.p_scaled.resize(size_t(n_ctx));
+            a.kq.resize(size_t(s.head_dim));
+            a.vq.resize(size_t(s.head_dim));
+        }
     }
 }
 
@@ -284,13 +294,28 @@ void HostLayers::attend_head(const Layer& L, int hh, int pos, AttnScratch& sc) {
     // head attends to the rounded row as every later token will. The group's first head stores it;
     // the others use their own identical copy (no head reads the row at pos from the cache, so no
     // head waits for another).
-    round_to(k, HD, kv_dt_);
-    round_to(v, HD, kv_dt_);
-    const size_t es = dtype_size(kv_dt_);
-    if (hh % group == 0) {
-        const size_t at = (size_t(pos) * size_t(KV) + size_t(g * HD)) * es;
-        convert_floats(k, DType::f32, L.k_cache + at, kv_dt_, size_t(HD));
-        convert_floats(v, DType::f32, L.v_cache + at, kv_dt_, size_t(HD));
+    const bool int8 = kv_dt_ == DType::i8;
+    const int n_kv = s.n_kv_heads;
+    const size_t es = dtype_size(kv_dt_), at = (size_t(pos) * size_t(KV) + size_t(g * HD)) * es;
+    if (int8) {  // the 8-bit cache: each head row as INT8 and its scale, read back as float(q) * scale
+        float sk = 0, sv = 0;
+        quantize_row(QuantScheme::int8, 0, k, HD, sc.kq.data(), &sk);
+        quantize_row(QuantScheme::int8, 0, v, HD, sc.vq.data(), &sv);
+        dequantize_row(QuantScheme::int8, 0, sc.kq.data(), &sk, HD, k);
+        dequantize_row(QuantScheme::int8, 0, sc.vq.data(), &sv, HD, v);
+        if (hh % group == 0) {
+            std::memcpy(L.k_cache + at, sc.kq.data(), size_t(HD));
+            std::memcpy(L.v_cache + at, sc.vq.data(), size_t(HD));
+            L.k_scale[size_t(pos) * size_t(n_kv) + size_t(g)] = sk;
+            L.v_scale[size_t(pos) * size_t(n_kv) + size_t(g)] = sv;
+        }
+    } else {
+        round_to(k, HD, kv_dt_);
+        round_to(v, HD, kv_dt_);
+        if (hh % group == 0) {
+            convert_floats(k, DType::f32, L.k_cache + at, kv_dt_, size_t(HD));
+            convert_floats(v, DType::f32, L.v_cache + at, kv_dt_, size_t(HD));
+        }
     }
 
     // attn_output = softmax(q k^T * scaling + sliding mask) v over keys [first, pos]
@@ -300,6 +325,8 @@ void HostLayers::attend_head(const Layer& L, int hh, int pos, AttnScratch& sc) {
     const size_t row0 = (size_t(first) * size_t(KV) + size_t(g * HD)) * es;
     float* scores = sc.scores.data();
     dot_rows(L.k_cache + row0, kv_dt_, n_prev, HD, KV, q, scores);
+    if (int8)  // q . (k_q * scale) = scale * (q . k_q): the scale factors out
+        for (int j = 0; j < n_prev; ++j) scores[j] *= L.k_scale[size_t(first + j) * size_t(n_kv) + size_t(g)];
     dot_rows(k, DType::f32, 1, HD, HD, q, scores + n_prev);
     float max_s = -INFINITY;
     for (int j = 0; j <= n_prev; ++j) {
@@ -316,7 +343,12 @@ void HostLayers::attend_head(const Layer& L, int hh, int pos, AttnScratch& sc) {
     for (int j = 0; j <= n_prev; ++j) scores[j] /= sum;
     float* out = att_.data() + size_t(hh * HD);
     std::fill(out, out + HD, 0.0f);
-    weighted_row_sum(L.v_cache + row0, kv_dt_, n_prev, HD, KV, scores, out);
+    const float* p = scores;
+    if (int8) {  // sum_j p_j (v_q,j * scale_j) = sum_j (p_j * scale_j) v_q,j
+        for (int j = 0; j < n_prev; ++j) sc.p_scaled[size_t(j)] = scores[j] * L.v_scale[size_t(first + j) * size_t(n_kv) + size_t(g)];
+        p = sc.p_scaled.data();
+    }
+    weighted_row_sum(L.v_cache + row0, kv_dt_, n_prev, HD, KV, p, out);
     weighted_row_sum(v, DType::f32, 1, HD, HD, scores + n_prev, out);
 }
 

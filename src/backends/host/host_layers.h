@@ -14,6 +14,7 @@
 #include "runtime/rope.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tt::host {
@@ -22,7 +23,10 @@ class HostLayers {
 public:
     // Layers `layers` (indices into spec.layers; the others are never touched) with a KV cache of
     // n_ctx positions each in kv_dt (f32/f16/bf16), laid out [position][kv_dim] like the CUDA
-    // backend's cache so rows copy across unchanged. `pool` is used for every parallel loop.
+    // backend's cache so rows copy across unchanged; or i8, the 8-bit KV cache
+    // (runtime/kv_cache_type.h): the INT8 values so laid out, and an f32 scale per position and
+    // KV head beside them (the host backend's alone: CUDA has no such cache to copy to). `pool` is
+    // used for every parallel loop.
     HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector<int> layers, int n_ctx, DType kv_dt, ThreadPool& pool);
 
     // x[hidden] (f32) += decoder layer il at position pos for one token: its k/v row is written
@@ -33,7 +37,7 @@ public:
     // Layer il's cache rows (for copies to and from the GPU's cache: CUDA prefill computes these layers).
     void* k_cache(int il);
     void* v_cache(int il);
-    size_t kv_row_bytes() const;  // kv_dim x sizeof(kv_dt)
+    size_t kv_row_bytes() const;  // kv_dim x sizeof(kv_dt) (an 8-bit cache's values only)
     // Weight bytes one decode token reads from layer il (its dense block, or router + top_k experts).
     uint64_t decode_bytes(int il) const;
 
@@ -59,6 +63,7 @@ private:
         // not cleared: attention reads only positions written before.
         uint8_t* k_cache = nullptr;
         uint8_t* v_cache = nullptr;
+        std::unique_ptr<float[]> k_scale, v_scale;  // an 8-bit cache's: [n_ctx, n_kv_heads]
     };
     // One matrix-vector product of a dispatch: y (+)= w x, or for a gated MLP's first half
     // y = act(w x + b) * (w_up x + b_up) with u as scratch for the up rows.
@@ -75,6 +80,8 @@ private:
     // Per parallel attention slot (one per pool thread): its scores and one head's q, k and v.
     struct AttnScratch {
         std::vector<float> scores, q, k, v;
+        std::vector<float> p_scaled;  // an 8-bit cache: each probability times its value row's scale
+        std::vector<uint8_t> kq, vq;  // an 8-bit cache: this token's k and v head rows as INT8
     };
 
     const Layer& layer(int il) const;

@@ -1,0 +1,177 @@
+// The 8-bit KV cache (runtime/kv_cache_type.h): a row rounded through INT8 against a float64
+// rounding of the same rule, heads scaled apart; and its measured effect on a real trained model,
+// TinyStories-656K on the CPU reference: a 480-token story (the f32 cache's own greedy text)
+// teacher-forced through both caches, every position's logits compared (the quality figures of
+// docs/QUANTIZATION.md). Backends without an 8-bit cache refuse the flag, naming it.
+#include "backends/cpu/cpu_backend.h"
+#include "convert/convert.h"
+#include "core/error.h"
+#include "format/archive.h"
+#include "runtime/backend.h"
+#include "runtime/compare.h"
+#include "runtime/kv_cache_type.h"
+#include "runtime/parity.h"
+#include "runtime/reference.h"
+#include "test_convert_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+using namespace tt;
+
+TEST(KvCacheInt8, RowRoundsLikeAFloat64Rounding) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> d(0.0f, 2.0f);
+    const int heads = 4, hd = 64;
+    std::vector<float> row(size_t(heads * hd));
+    for (auto& v : row) v = d(rng);
+    row[5] = 300.0f;                    // an outlier in head 0 coarsens head 0 only
+    std::fill_n(row.begin() + 2 * hd, hd, 0.0f);  // head 2 all zero: stays zero
+    std::vector<float> got = row;
+    round_kv_row_int8(got.data(), heads, hd);
+    for (int h = 0; h < heads; ++h) {
+        double amax = 0;
+        for (int c = 0; c < hd; ++c) amax = std::max(amax, std::fabs(double(row[size_t(h * hd + c)])));
+        const double scale = amax / 127.0;
+        for (int c = 0; c < hd; ++c) {
+            const size_t i = size_t(h * hd + c);
+            if (amax == 0) {
+                EXPECT_EQ(got[i], 0.0f);
+                continue;
+            }
+            const double q = std::nearbyint(double(row[i]) / scale);
+            EXPECT_LE(std::fabs(q), 127.0);
+            // The f32 scale and product differ from float64's by rounding only.
+            EXPECT_NEAR(double(got[i]), q * scale, 1e-6 * amax) << "head " << h << " col " << c;
+            EXPECT_LE(std::fabs(double(got[i]) - double(row[i])), 0.5 * scale * (1 + 1e-6)) << "head " << h << " col " << c;
+        }
+    }
+    EXPECT_EQ(got[5], 300.0f);                           // the largest value is kept exactly (q = 127)
+    EXPECT_NEAR(got[hd + 1], row[hd + 1], 0.5 * 8.0 / 127);  // head 1 keeps its own fine scale
+    std::vector<float> again = got;
+    round_kv_row_int8(again.data(), heads, hd);
+    EXPECT_EQ(again, got);                               // rounding a rounded row changes nothing
+}
+
+TEST(KvCacheInt8, NamesAndRefusals) {
+    EXPECT_EQ(parse_kv_cache_type("auto"), KvCacheType::automatic);
+    EXPECT_EQ(parse_kv_cache_type("int8"), KvCacheType::int8);
+    EXPECT_STREQ(kv_cache_type_name(KvCacheType::int8), "int8");
+    try {
+        parse_kv_cache_type("q4");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--kv-cache 'q4': unknown KV cache type (choose auto or int8)"), std::string::npos);
+    }
+}
+
+TEST(KvCacheInt8, ValidateBounds) {
+    // Strict f32 bounds loosen to the cache's; the quantized profiles' (looser) stay.
+    const ParityThresholds strict = with_kv_cache(reference_file_thresholds(Profile::balanced, true), KvCacheType::int8);
+    EXPECT_EQ(strict.min_cosine, 0.9995);
+    EXPECT_EQ(strict.max_mean_kl, 1e-3);
+    EXPECT_TRUE(std::isinf(strict.max_abs_diff));
+    const ParityThresholds q4 = with_kv_cache(reference_file_thresholds(Profile::max_max_perf, true), KvCacheType::int8);
+    EXPECT_EQ(q4.min_cosine, 0.97);
+    EXPECT_EQ(q4.max_mean_kl, 0.05);
+    const ParityThresholds safe = default_parity_thresholds(Profile::safe, true, true);
+    const ParityThresholds same = with_kv_cache(safe, KvCacheType::automatic);
+    EXPECT_EQ(same.min_cosine, safe.min_cosine);
+    EXPECT_EQ(same.max_mean_kl, safe.max_mean_kl);
+    const ParityThresholds safe8 = with_kv_cache(safe, KvCacheType::int8);  // 0.99999 / 1e-4
+    EXPECT_EQ(safe8.min_cosine, 0.9995);
+    EXPECT_EQ(safe8.max_mean_kl, 1e-3);
+    const ParityThresholds loose = with_kv_cache(reference_file_thresholds(Profile::balanced, false), KvCacheType::int8);
+    EXPECT_EQ(loose.min_cosine, 0.999);  // a bf16 check's bounds are looser already
+    EXPECT_TRUE(std::isinf(loose.max_mean_kl));
+}
+
+namespace {
+
+const Archive& tinystories() {
+    static const test::TempDir dir;
+    static const Archive a = [] {
+        const std::string out = (dir.path() / "ts.thin").string();
+        ConvertOptions o;
+        o.dtype = DType::f32;
+        convert_hf(std::string(TT_SHARED_DIR) + "/models/tinystories-656k", out, o);
+        return Archive::open(out);
+    }();
+    return a;
+}
+
+}  // namespace
+
+TEST(KvCacheInt8, CudaRefusesIt) {
+    BackendOptions opt;
+    opt.kv_cache = KvCacheType::int8;
+    opt.context = 16;
+    for (const char* dev : {"cuda", "cuda:0"}) {
+        opt.device = dev;
+        try {
+            make_backend(tinystories(), opt);
+            FAIL() << dev << ": expected an error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
+TEST(KvCacheInt8, TinyStoriesOverALongStory) {
+    const Archive& a = tinystories();
+    const ReferenceCase ref =
+        load_reference(std::string(TT_SHARED_DIR) + "/models/tinystories-656k/reference.safetensors", "logits_f32");
+    constexpr int n = 480;  // of the model's 512 positions
+    BackendOptions opt;
+    opt.context = n;
+    opt.n_threads = 2;
+    auto f32 = make_cpu_backend(a, opt);
+    opt.kv_cache = KvCacheType::int8;
+    auto int8 = make_cpu_backend(a, opt);
+    EXPECT_NE(int8->describe().find("8-bit KV cache"), std::string::npos) << int8->describe();
+    // The story: the reference prompt, then the f32 cache's greedy continuation.
+    std::vector<int32_t> ids = ref.input_ids;
+    std::span<const float> last = f32->forward(ids, false);
+    while (int(ids.size()) < n) {
+        ids.push_back(int32_t(std::max_element(last.begin(), last.end()) - last.begin()));
+        last = f32->forward(std::span<const int32_t>(&ids.back(), 1), false);
+    }
+    // Both caches from empty over the whole story, every position's logits.
+    f32->rewind(0);
+    const std::vector<float> want = [&] { auto s = f32->forward(ids, true); return std::vector<float>(s.begin(), s.end()); }();
+    const std::span<const float> got = int8->forward(ids, true);
+    const int vocab = int(want.size() / ids.size());
+    const LogitComparison c = compare_logits(want.data(), got.data(), n, vocab);
+    // Each half on its own: the second half attends over the longer cache.
+    const LogitComparison late = compare_logits(want.data() + size_t(n / 2) * size_t(vocab), got.data() + size_t(n / 2) * size_t(vocab),
+                                                n / 2, vocab);
+    std::printf("8-bit KV cache vs f32, TinyStories-656K, %d positions: min cosine %.6f, mean KL %.3e, max KL %.3e, top-1 %.2f%%, "
+                "max |dlogit| %.3f; positions %d..%d: mean KL %.3e, top-1 %.2f%%\n",
+                n, c.min_cosine, c.mean_kl, c.max_kl, 100 * c.top1_agreement, c.max_abs_diff, n / 2, n - 1, late.mean_kl,
+                100 * late.top1_agreement);
+    ASSERT_TRUE(c.finite());
+    EXPECT_GT(c.max_abs_diff, 0.0);  // the flag takes effect
+    EXPECT_GT(c.min_cosine, 0.9995);
+    EXPECT_LT(c.mean_kl, 2e-4);
+    EXPECT_GT(c.top1_agreement, 0.97);
+    EXPECT_LT(late.mean_kl, 2e-4);
+
+    // Beside INT4 weights (max-max-perf, the profile it is meant for): the same story through
+    // INT4 weights with the f32 cache and with the 8-bit one, both against the f32 run.
+    opt.profile = Profile::max_max_perf;
+    opt.kv_cache = KvCacheType::automatic;
+    const std::vector<float> q4 = [&] { auto s = make_cpu_backend(a, opt)->forward(ids, true); return std::vector<float>(s.begin(), s.end()); }();
+    opt.kv_cache = KvCacheType::int8;
+    const std::span<const float> q4kv = make_cpu_backend(a, opt)->forward(ids, true);
+    const LogitComparison w4 = compare_logits(want.data(), q4.data(), n, vocab), w4kv = compare_logits(want.data(), q4kv.data(), n, vocab);
+    std::printf("INT4 weights vs f32: mean KL %.3e, top-1 %.2f%%, min cosine %.6f; with the 8-bit KV cache: mean KL %.3e, top-1 "
+                "%.2f%%, min cosine %.6f\n",
+                w4.mean_kl, 100 * w4.top1_agreement, w4.min_cosine, w4kv.mean_kl, 100 * w4kv.top1_agreement, w4kv.min_cosine);
+    // The cache adds a small fraction of what the weights cost.
+    EXPECT_LT(w4kv.mean_kl, 1.1 * w4.mean_kl);
+    EXPECT_GT(w4kv.top1_agreement, w4.top1_agreement - 0.02);
+}
