@@ -131,8 +131,10 @@ int run(Opts o) {
     const std::vector<int> depths = parse_list(o.depths, "--depths");
     if (o.reps < 1) fail("--reps must be at least 1");
     if (o.gen_tokens < 1) fail("--gen-tokens must be at least 1");
-    const std::string device = o.model.device.empty() ? default_device() : o.model.device;
+    const std::string asked = cli::device_of(o.model);
+    const std::string device = asked.empty() ? default_device() : asked;
     o.model.device = device;
+    o.model.gpus.clear();  // now in --device
     const uint64_t free_before = free_vram(device);
 
     const auto t_load = Clock::now();

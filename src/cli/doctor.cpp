@@ -283,8 +283,9 @@ std::optional<tt::HostCeilings> check_host_rates(tt::DoctorReport& rep, uint64_t
     return h;
 }
 
-// The GPU items; returns the ceilings measured. `no_gpu` is set to the reason there is none.
-std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, std::string& no_gpu) {
+// The GPU items; returns the ceilings measured. `no_gpu` is set to the reason there is none. With
+// two or more GPUs checked, `links` gets the copy between every ordered pair (issue #22).
+std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, std::string& no_gpu, std::vector<tt::PeerLink>& links) {
     std::vector<tt::GpuCeilings> out;
 #ifdef THINTENSOR_HAVE_CUDA
     const std::string drv = tt::cuda::driver_version();
@@ -312,8 +313,24 @@ std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, st
         if (o.device >= 0 && d.index != o.device) continue;
         if (auto g = check_gpu(rep, d, int(devices.size()), o.all_kernels)) out.push_back(*g);
     }
+    for (const auto& a : out)
+        for (const auto& b : out) {
+            if (a.device == b.device) continue;
+            const std::string name = fmt::format("peer {}->{}", a.device, b.device);
+            try {
+                const tt::cuda::PeerCopy c = tt::cuda::measure_peer(a.device, b.device);
+                links.push_back({a.device, b.device, c.p2p, c.gbs, c.latency_us});
+                rep.add("bandwidth", name,
+                        fmt::format("{:.1f} GB/s, {:.1f} us for 16 KB ({})", c.gbs, c.latency_us,
+                                    c.p2p ? "peer to peer" : "no peer access: staged through the host"),
+                        c.p2p ? CheckStatus::ok : CheckStatus::warn, {{"gbs", c.gbs}, {"latency_us", c.latency_us}, {"p2p", c.p2p}});
+            } catch (const tt::Error& e) {
+                rep.add("bandwidth", name, e.what(), CheckStatus::fail);
+            }
+        }
 #else
     (void)o;
+    (void)links;
     no_gpu = "this build has no CUDA backend";
     rep.add("gpu", "cuda backend", "this build has no CUDA backend (nvcc was not found when it was configured)",
             CheckStatus::missing, {{"built", false}});
@@ -325,19 +342,22 @@ std::vector<tt::GpuCeilings> check_gpus(tt::DoctorReport& rep, const Opts& o, st
 // The record to write: what this run measured, plus, from an older record of this machine, the
 // part this run did not measure (a GPU-less run keeps the GPU ceilings, and their date; a run that
 // skipped the host keeps the host's). `kept` says what was kept, for the report.
-tt::DoctorRecord merged_record(const std::vector<tt::GpuCeilings>& gpus, const std::optional<tt::HostCeilings>& host,
-                               const std::string& date, const std::string& record_path, std::string& kept) {
+tt::DoctorRecord merged_record(const std::vector<tt::GpuCeilings>& gpus, const std::vector<tt::PeerLink>& links,
+                               const std::optional<tt::HostCeilings>& host, const std::string& date, const std::string& record_path,
+                               std::string& kept) {
     tt::DoctorRecord r;
     r.date = date;
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) == 0) r.hostname = name;
     r.thintensor_version = THINTENSOR_VERSION;
     r.gpus = gpus;
+    r.links = links;
     r.host = host;
     const auto old = tt::load_doctor_record(record_path);
     if (!old || old->hostname != r.hostname) return r;
     if (gpus.empty() && !old->gpus.empty()) {
         r.gpus = old->gpus;
+        r.links = old->links;
         r.date = old->date;
         kept = fmt::format("GPU ceilings of {} kept", old->date);
     }
@@ -355,8 +375,9 @@ int run(const Opts& o) {
     tt::DoctorReport rep;
     std::string no_gpu;
     std::vector<tt::GpuCeilings> gpus;
+    std::vector<tt::PeerLink> links;
     if (o.host_only) no_gpu = "not checked (--host-only)";
-    else gpus = check_gpus(rep, o, no_gpu);
+    else gpus = check_gpus(rep, o, no_gpu, links);
 
     rep.items.push_back(tt::check_host());
     const std::optional<tt::HostCeilings> host = check_host_rates(rep, o.host_test_mib << 20, date);
@@ -387,7 +408,7 @@ int run(const Opts& o) {
                 {{"path", record_path}, {"written", false}});
     } else {
         std::string kept;
-        const tt::DoctorRecord r = merged_record(gpus, host, date, record_path, kept);
+        const tt::DoctorRecord r = merged_record(gpus, links, host, date, record_path, kept);
         const char* what = gpus.empty() ? "host figures" : host ? "GPU and host ceilings" : "GPU ceilings";
         try {
             tt::save_doctor_record(r, record_path);

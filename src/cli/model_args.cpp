@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/archive_spec.h"
+#include "runtime/gpu_split.h"
 #include "runtime/model_source.h"
 
 #include <fmt/format.h>
@@ -82,6 +83,9 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "Mixture of experts: keep the experts in host memory and cache at most N of them in VRAM, at least 1 "
                    "(default: every expert resident when they fit, else as many as the budget holds)")
         ->check(int_at_least(1));
+    sub.add_option("--gpus", a.gpus,
+                   "GPUs by index, e.g. 0,1: one is --device cuda:N; several: `plan` predicts a layer split and tensor "
+                   "parallelism across them (running across several is not built yet)");
     sub.add_option("--cpu-layers", a.cpu_layers,
                    "Larger than VRAM: compute exactly N of the layers outside VRAM on the CPU during decode, 0 = none "
                    "(default: as many as the planner predicts fastest)")
@@ -120,7 +124,22 @@ void add_stop_arg(CLI::App& sub, std::vector<std::string>& stop) {
         ->allow_extra_args(false);
 }
 
+std::string device_of(const ModelArgs& a) {
+    if (a.gpus.empty()) return a.device;
+    const std::vector<int> gpus = parse_gpu_list(a.gpus);
+    if (!a.device.empty() && a.device.rfind("cuda", 0) != 0)
+        fail("--gpus {} with --device {}: --gpus picks CUDA devices", a.gpus, a.device);
+    if (gpus.size() > 1)
+        fail("--gpus {}: running across several GPUs is not built yet (issue #22); `thintensor plan MODEL --gpus {}` predicts the "
+             "layer split and tensor parallelism, and --gpus N runs on GPU N alone",
+             a.gpus, a.gpus);
+    const std::string dev = fmt::format("cuda:{}", gpus[0]);
+    if (!a.device.empty() && a.device != "cuda" && a.device != dev) fail("--gpus {} with --device {}: two different GPUs", a.gpus, a.device);
+    return dev;
+}
+
 LoadedModel load_model(const ModelArgs& a, int needed_context) {
+    (void)device_of(a);  // --gpus / --device mistakes before anything loads
     LoadedModel m;
     m.archive_path = resolve_model(a.model);
     m.archive = std::make_unique<Archive>(Archive::open(m.archive_path));
@@ -136,20 +155,21 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     BackendOptions bo;
     bo.n_sequences = n_sequences;
     std::string why;
-    bo.device = a.device.empty() ? default_device(spec, &why) : a.device;
+    const std::string asked = device_of(a);
+    bo.device = asked.empty() ? default_device(spec, &why) : asked;
     bo.profile = parse_profile(a.profile);
     bo.kv_cache = parse_kv_cache_type(a.kv_cache);
     // The 8-bit KV cache runs on the CPU backends only so far: the automatic device follows it.
-    if (a.device.empty() && bo.device != "cpu" && bo.kv_cache == KvCacheType::int8) {
+    if (asked.empty() && bo.device != "cpu" && bo.kv_cache == KvCacheType::int8) {
         why = "--kv-cache int8 runs on the CPU and host backends only so far";
         bo.device = "cpu";
     }
-    if (a.device.empty() && bo.device != "cpu")
+    if (asked.empty() && bo.device != "cpu")
         if (std::string r = quant_unsupported_reason(bo.device, *archive, bo.profile); !r.empty()) {
             why = std::move(r);
             bo.device = "cpu";
         }
-    if (a.device.empty())
+    if (asked.empty())
         log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);
     if (a.context > spec.max_context) fail("--context {} exceeds the model's maximum of {}", a.context, spec.max_context);

@@ -28,7 +28,11 @@ struct ModelArgs {
     int expert_slots = 0;  // 0 = automatic; else at most this many experts cached in VRAM (MoE)
     int cpu_layers = -1;   // -1 = automatic; else exactly this many layers computed on the CPU in decode
     std::string kv_cache = "auto";  // runtime/kv_cache_type.h
+    std::string gpus;               // --gpus 0,1: "" = the --device one (runtime/gpu_split.h)
 };
+// The CUDA device --gpus names when it names one (checked against --device), else --device as
+// given; throws tt::Error naming --gpus for several (plan predicts them; running is not built).
+std::string device_of(const ModelArgs& a);
 void add_model_args(CLI::App& sub, ModelArgs& a);
 
 struct SamplingArgs {

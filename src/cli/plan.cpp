@@ -14,6 +14,7 @@
 #include "model/archive_spec.h"
 #include "model/weight_quant.h"
 #include "runtime/doctor.h"
+#include "runtime/gpu_split.h"
 #include "runtime/model_source.h"
 #include "runtime/plan.h"
 
@@ -36,6 +37,42 @@ struct Opts {
 };
 
 constexpr int k_default_context = 4096;
+
+// `plan --gpus A,B,...`: the layer split and tensor parallelism over those GPUs (`one`: the
+// model's plan input for the first), from --device-memory sizes (GPUs that are not here) or the
+// GPUs here.
+int print_split(const Opts& o, const std::string& path, const tt::PlanInput& one, const std::vector<int>& gpus,
+                const std::vector<uint64_t>& sizes, int context, tt::Profile profile) {
+    using namespace tt;
+    SplitInput in;
+    in.one = one;
+    if (!sizes.empty()) {
+        for (size_t i = 0; i < gpus.size(); ++i) {
+            SplitGpu g;
+            g.device = gpus[i];
+            g.device_total = g.device_free = sizes.size() == 1 ? sizes[0] : sizes[i];
+            g.name = fmt::format("a GPU with {}", format_bytes(double(g.device_total)));
+            in.gpus.push_back(g);
+        }
+        in.link_source = "assumed (--device-memory: GPUs that are not here)";
+    } else {
+#ifdef THINTENSOR_HAVE_CUDA
+        cuda::fill_split_gpus(in, gpus);
+#else
+        fail("this build has no CUDA backend; pass --device-memory SIZE to plan for GPUs that are not here");
+#endif
+    }
+    const SplitPlan p = make_split_plan(in);
+    for (const auto& w : p.warnings) log::warn("{}", w);
+    if (o.json) {
+        nlohmann::json j = {{"model", path}, {"gpus", gpus}, {"context", context}, {"profile", profile_name(profile)}, {"split", p.to_json()}};
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+    }
+    fmt::print("model   {}\ngpus    {}\ncontext {} tokens, profile {}\n\n", path, o.model.gpus, context, profile_name(profile));
+    fmt::print("{}\n{}\n", p.table(), p.summary());
+    return 0;
+}
 
 int run(const Opts& o) {
     using namespace tt;
@@ -62,6 +99,20 @@ int run(const Opts& o) {
         fail("--device {}: the planner places weights in GPU memory; the {} backend reads them from the mapping in place",
              o.model.device, o.model.device == "cpu" ? "CPU" : "host");
 
+    // --gpus: the first is the one-GPU plan's device; two or more plan a split (runtime/gpu_split.h).
+    const std::vector<int> gpus = o.model.gpus.empty() ? std::vector<int>{} : parse_gpu_list(o.model.gpus);
+    // --device-memory: one size for every GPU, or one per --gpus entry.
+    std::vector<uint64_t> sizes;
+    if (!o.device_memory.empty()) {
+        std::string rest = o.device_memory;
+        for (size_t at; (at = rest.find(',')) != std::string::npos; rest.erase(0, at + 1))
+            sizes.push_back(parse_byte_size(rest.substr(0, at), "--device-memory"));
+        sizes.push_back(parse_byte_size(rest, "--device-memory"));
+        if (sizes.size() > 1 && sizes.size() != std::max<size_t>(1, gpus.size()))
+            fail("--device-memory {}: {} sizes for {} GPUs (give one size for every GPU, or one per --gpus entry)", o.device_memory,
+                 sizes.size(), std::max<size_t>(1, gpus.size()));
+    }
+
     PlanInput in;
     std::string gpu;
     if (!o.device_memory.empty()) {
@@ -71,7 +122,7 @@ int run(const Opts& o) {
         in.ram_budget = bo.ram_budget;
         in.expert_slots = bo.expert_slots;
         in.cpu_layers = bo.cpu_layers;
-        in.device_total = in.device_free = parse_byte_size(o.device_memory, "--device-memory");
+        in.device_total = in.device_free = sizes[0];
         apply_profile_quant(in, a, bo.profile);
         in.ram_available = host_available_ram();
         // The GPU is not here, but the CPU is: its figures come from doctor.json or are measured now.
@@ -82,8 +133,8 @@ int run(const Opts& o) {
         gpu = fmt::format("a GPU with {} (--device-memory)", format_bytes(double(in.device_total)));
     } else {
 #ifdef THINTENSOR_HAVE_CUDA
-        int device = 0;
-        if (o.model.device.size() > 5 && o.model.device.rfind("cuda:", 0) == 0) device = std::stoi(o.model.device.substr(5));
+        int device = gpus.empty() ? 0 : gpus[0];
+        if (gpus.empty() && o.model.device.size() > 5 && o.model.device.rfind("cuda:", 0) == 0) device = std::stoi(o.model.device.substr(5));
         std::string why;
         const auto devices = cuda::list_devices(&why);
         if (devices.empty()) fail("no GPU visible ({}); pass --device-memory SIZE to plan for a GPU that is not here", why);
@@ -95,6 +146,7 @@ int run(const Opts& o) {
         fail("this build has no CUDA backend; pass --device-memory SIZE to plan for a GPU that is not here");
 #endif
     }
+    if (gpus.size() >= 2) return print_split(o, path, in, gpus, sizes, context, bo.profile);
     const Plan p = make_plan(in);
     for (const auto& w : p.warnings) log::warn("{}", w);
     if (o.json) {

@@ -67,7 +67,7 @@ int run_transformers(const Opts& o, const std::string& model_dir, const std::str
     if (o.budget_set) ignored.push_back("--vram-budget/--ram-budget");
     if (!ignored.empty()) log::warn("the transformers fallback ignores {}", fmt::join(ignored, ", "));
 
-    std::string device = o.model.device;
+    std::string device = cli::device_of(o.model);
     if (device.empty()) device = default_device() == "cpu" ? "cpu" : "cuda";
     if (device == "host") device = "cpu";  // transformers has one CPU device
     const auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };

@@ -329,7 +329,8 @@ int run_hf(const Opts& o) {
     if (!fs::is_directory(hf_dir) || !fs::is_regular_file(fs::path(hf_dir) / "config.json"))
         fail("--hf-model {}: not a Hugging Face model directory (no config.json)", o.hf_model);
     const std::string hf_dtype = !o.hf_dtype.empty() ? o.hf_dtype : archive_f32 ? "float32" : "bfloat16";
-    const std::string device = o.model.device.empty() ? default_device() : o.model.device;
+    const std::string asked = cli::device_of(o.model);
+    const std::string device = asked.empty() ? default_device() : asked;
     const std::string hf_device = !o.hf_device.empty() ? o.hf_device : device.rfind("cuda", 0) == 0 ? device : "cpu";
     const Profile profile = parse_profile(o.model.profile);
 

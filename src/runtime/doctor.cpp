@@ -459,6 +459,12 @@ const GpuCeilings* DoctorRecord::gpu(int device) const {
     return nullptr;
 }
 
+const PeerLink* DoctorRecord::link(int from, int to) const {
+    for (const auto& l : links)
+        if (l.from == from && l.to == to) return &l;
+    return nullptr;
+}
+
 double HostCeilings::gemv_gbs_at(int n_threads, QuantScheme weights) const {
     if (gemv.empty()) return 0;
     for (const HostGemvRate& g : gemv)
@@ -509,6 +515,11 @@ json doctor_record_to_json(const DoctorRecord& r) {
                              {"d2h_gbs", g.d2h_gbs},
                              {"gemm_bf16_tflops", g.gemm_bf16_tflops}});
     if (r.host) j["host"] = host_ceilings_to_json(*r.host);
+    if (!r.links.empty()) {
+        j["links"] = json::array();
+        for (const auto& l : r.links)
+            j["links"].push_back({{"from", l.from}, {"to", l.to}, {"p2p", l.p2p}, {"gbs", l.gbs}, {"latency_us", l.latency_us}});
+    }
     return j;
 }
 
@@ -594,6 +605,24 @@ DoctorRecord doctor_record_from_json(const json& j, const std::string& origin) {
         r.gpus.push_back(std::move(c));
     }
     if (j.contains("host") && !j["host"].is_null()) r.host = host_from_json(j["host"], origin + ": host");
+    // Optional: records of one GPU, or written before links were measured, have none.
+    if (j.contains("links") && !j["links"].is_null()) {
+        const json& links = j["links"];
+        if (!links.is_array()) fail("{}: field 'links' is not an array", origin);
+        for (size_t i = 0; i < links.size(); ++i) {
+            const std::string where = fmt::format("{}: links[{}]", origin, i);
+            PeerLink l;
+            l.from = get_count(links[i], "from", where, 0);
+            l.to = get_count(links[i], "to", where, 0);
+            const json& p2p = field(links[i], "p2p", where);
+            if (!p2p.is_boolean()) fail("{}: field 'p2p' is not true or false", where);
+            l.p2p = p2p.get<bool>();
+            l.gbs = get_number(links[i], "gbs", where);
+            l.latency_us = get_number(links[i], "latency_us", where);
+            if (l.from == l.to) fail("{}: a link from device {} to itself", where, l.from);
+            r.links.push_back(l);
+        }
+    }
     return r;
 }
 

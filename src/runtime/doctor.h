@@ -109,6 +109,14 @@ struct HostCeilings {
     double gemv_gbs_at(int n_threads, QuantScheme weights = QuantScheme::none) const;
 };
 
+// A copy from one GPU to another (issue #22), measured by doctor when it sees two or more.
+struct PeerLink {
+    int from = 0, to = 0;     // CUDA device indices
+    bool p2p = false;         // direct peer access (NVLink or PCIe P2P), else staged through the host
+    double gbs = 0;           // copy bandwidth, GB/s
+    double latency_us = 0;    // one 16 KB copy, microseconds
+};
+
 struct DoctorRecord {
     // note: the host part is optional within version 1, so records written before it still load
     // and older builds (which read fields by name) still read the GPU part of newer records.
@@ -118,9 +126,12 @@ struct DoctorRecord {
     std::string thintensor_version;
     std::vector<GpuCeilings> gpus;  // one per CUDA device index measured
     std::optional<HostCeilings> host;  // absent in records written before it, or when not measured
+    std::vector<PeerLink> links;       // every ordered pair of GPUs; empty with one GPU or in older records
 
     // The ceilings measured for CUDA device `device`, or null.
     const GpuCeilings* gpu(int device) const;
+    // The link measured from `from` to `to`, or null.
+    const PeerLink* link(int from, int to) const;
 };
 
 // $THINTENSOR_HOME/doctor.json (see tt::thintensor_home()).

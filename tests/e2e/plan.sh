@@ -65,6 +65,22 @@ check "INT4 --cpu-layers 1: no warning" [ ! -s "$tmp/q1.err" ]
 "$TT" "${Q[@]}" --vram-budget "$qmin" --cpu-layers 1 >"$tmp/q1.txt"
 check "INT4 --cpu-layers 1: the table names the rows" grep -q "CPU GEMV [0-9.]* GB/s of INT4 weights" "$tmp/q1.txt"
 
+# Several GPUs (issue #22): the layer split and tensor parallelism predicted for GPUs that are not here.
+"$TT" "${P[@]}" --gpus 0,1 --json >"$tmp/split.json"
+split() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['split']; print($2)" "$1"; }
+check "--gpus 0,1: two GPUs, every layer placed" [ "$(split "$tmp/split.json" "j['n_gpus'] == 2 and j['fits'] and [g['end_layer'] for g in j['gpus']][-1] == j['n_layers']")" = True ]
+check "--gpus 0,1: consecutive layers, embed first, head last" [ "$(split "$tmp/split.json" "j['gpus'][0]['first_layer'] == 0 and j['gpus'][0]['end_layer'] == j['gpus'][1]['first_layer'] and j['gpus'][0]['embed'] and j['gpus'][1]['head']")" = True ]
+check "--gpus 0,1: predictions and the link's source" [ "$(split "$tmp/split.json" "j['predicted_layer_split_tokens_per_s'] > 0 and j['predicted_one_gpu_tokens_per_s'] > 0 and j['link']['source'].startswith('assumed')")" = True ]
+"$TT" plan "$tmp/ts.thin" --context 64 --gpus 1,0 --device-memory 8GiB,2GiB >"$tmp/split.txt"
+check "--device-memory per GPU: the table" grep -q "a GPU with 2.00 GiB +head" "$tmp/split.txt"
+check "--gpus: says running across GPUs is not built" grep -q "running across several GPUs is not built yet" "$tmp/split.txt"
+fails_with "--gpus 0,0" "--gpus 0,0: device 0 is listed twice" "$TT" "${P[@]}" --gpus 0,0
+fails_with "sizes without as many GPUs" "--device-memory 8GiB,4GiB: 2 sizes for 1 GPUs" "$TT" plan "$tmp/ts.thin" --device-memory 8GiB,4GiB
+fails_with "run --gpus 0,1" "--gpus 0,1: running across several GPUs is not built yet" \
+  "$TT" run "$tmp/ts.thin" --gpus 0,1 --max-tokens 1 -p x
+fails_with "run --gpus 0 --device cpu" "--gpus 0 with --device cpu: --gpus picks CUDA devices" \
+  "$TT" run "$tmp/ts.thin" --gpus 0 --device cpu --max-tokens 1 -p x
+
 fails_with "one byte below the minimum" "below the minimum working set of .* at a context of 64 tokens" "$TT" "${P[@]}" --vram-budget $((min - 1))
 "$TT" "${P[@]}" --vram-budget 100GiB >/dev/null 2>"$tmp/clamp.err"
 check "budget above the GPU: warning" grep -q -e "warning: --vram-budget 100.00 GiB is more than the GPU's 8.00 GiB" "$tmp/clamp.err"

@@ -299,6 +299,42 @@ TEST(Doctor, QuantizedGemvRatesRoundTripAndInterpolate) {
     }
 }
 
+TEST(Doctor, PeerLinksRoundTripAndAreOptional) {
+    // Several GPUs (issue #22): the copy between every ordered pair, written only when measured.
+    DoctorRecord r;
+    r.date = "d";
+    r.gpus = {sample_gpu(0), sample_gpu(1)};
+    r.links = {{0, 1, true, 391.5, 6.5}, {1, 0, false, 21.0, 14.0}};
+    const json j = doctor_record_to_json(r);
+    EXPECT_EQ(j["links"][0], json({{"from", 0}, {"to", 1}, {"p2p", true}, {"gbs", 391.5}, {"latency_us", 6.5}}));
+    const DoctorRecord back = doctor_record_from_json(j, "rec.json");
+    ASSERT_NE(back.link(1, 0), nullptr);
+    EXPECT_FALSE(back.link(1, 0)->p2p);
+    EXPECT_DOUBLE_EQ(back.link(0, 1)->gbs, 391.5);
+    EXPECT_DOUBLE_EQ(back.link(0, 1)->latency_us, 6.5);
+    EXPECT_EQ(back.link(0, 2), nullptr);
+    r.links.clear();
+    EXPECT_FALSE(doctor_record_to_json(r).contains("links"));  // one GPU: no links field
+    EXPECT_TRUE(doctor_record_from_json(doctor_record_to_json(r), "rec.json").links.empty());
+    auto expect_error = [](json bad, const std::string& what) {
+        try {
+            doctor_record_from_json(bad, "rec.json");
+            FAIL() << "expected an error containing " << what;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+        }
+    };
+    json bad = j;
+    bad["links"][1]["p2p"] = "yes";
+    expect_error(bad, "rec.json: links[1]: field 'p2p' is not true or false");
+    bad = j;
+    bad["links"][0]["to"] = 0;
+    expect_error(bad, "rec.json: links[0]: a link from device 0 to itself");
+    bad = j;
+    bad["links"] = 5;
+    expect_error(bad, "rec.json: field 'links' is not an array");
+}
+
 TEST(Doctor, CpuModelNameIsTheFirstOfProcCpuinfo) {
     const std::string name = cpu_model_name();
     EXPECT_FALSE(name.empty());

@@ -76,4 +76,43 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     return in;
 }
 
+void fill_split_gpus(SplitInput& in, const std::vector<int>& devices) {
+    const auto listed = list_devices();
+    const auto record = load_doctor_record();
+    in.gpus.clear();
+    for (int d : devices) {
+        if (d < 0 || d >= int(listed.size())) fail("--gpus: no GPU {} ({} visible)", d, listed.size());
+        SplitGpu g;
+        g.device = d;
+        g.name = fmt::format("cuda:{} {}", d, listed[size_t(d)].name);
+        TT_CUDA_CHECK(cudaSetDevice(d));
+        size_t free_b = 0, total_b = 0;
+        TT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        g.device_free = free_b;
+        g.device_total = total_b;
+        const GpuCeilings* c = record ? record->gpu(d) : nullptr;
+        if (c && c->name == listed[size_t(d)].name && c->d2d_gbs > 0) g.device_gbs = c->d2d_gbs;
+        in.gpus.push_back(g);
+    }
+    // The layer split's hops and the all-reduce ring cross consecutive devices (and the last to the first).
+    double gbs = 0, latency_us = 0;
+    bool all = record.has_value();
+    for (size_t i = 0; all && i < devices.size(); ++i) {
+        const PeerLink* l = record->link(devices[i], devices[(i + 1) % devices.size()]);
+        if (!l) {
+            all = false;
+            break;
+        }
+        gbs = gbs == 0 ? l->gbs : std::min(gbs, l->gbs);
+        latency_us = std::max(latency_us, l->latency_us);
+    }
+    if (all && gbs > 0) {
+        in.peer_gbs = gbs;
+        in.peer_latency_s = latency_us * 1e-6;
+        in.link_source = fmt::format("doctor.json of {}", record->date);
+    } else {
+        in.link_source = "assumed (no doctor.json record of these GPUs' links: `thintensor doctor` measures them)";
+    }
+}
+
 }  // namespace tt::cuda

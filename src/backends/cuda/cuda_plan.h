@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/backend.h"
+#include "runtime/gpu_split.h"
 #include "runtime/plan.h"
 
 namespace tt::cuda {
@@ -26,5 +27,11 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
 
 // Whether this device can register read-only host memory (cudaHostRegisterReadOnly).
 bool can_register_read_only(int device);
+
+// Several GPUs (issue #22, runtime/gpu_split.h): `devices` (in order) with their memory now and
+// doctor.json's copy bandwidth where it has a record of the GPU, and the link figures: the slowest
+// link doctor.json recorded between consecutive devices (the layer split crosses those) and, when
+// some pair has none, the assumed ones; in->link_source says which.
+void fill_split_gpus(SplitInput& in, const std::vector<int>& devices);
 
 }  // namespace tt::cuda

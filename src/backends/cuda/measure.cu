@@ -63,6 +63,31 @@ double measure_d2d_gbs(int device, size_t bytes) {
     return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
 }
 
+PeerCopy measure_peer(int from, int to, size_t bytes) {
+    PeerCopy r;
+    int can = 0;
+    TT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+    r.p2p = can != 0;
+    if (r.p2p) {
+        TT_CUDA_CHECK(cudaSetDevice(from));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) TT_CUDA_CHECK(e);
+        (void)cudaGetLastError();
+    }
+    TT_CUDA_CHECK(cudaSetDevice(to));
+    Dev dst(bytes);
+    TT_CUDA_CHECK(cudaSetDevice(from));
+    Dev src(bytes);
+    fill_random_bf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(src.p), bytes / 2, 3);
+    TT_CUDA_LAUNCH_CHECK();
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
+    // Timed on `from`'s default stream (the events are `from`'s).
+    const double ms = median_ms([&] { TT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.p, to, src.p, from, bytes)); }, 5);
+    r.gbs = double(bytes) / (ms * 1e-3) / 1e9;
+    r.latency_us = 1e3 * median_ms([&] { TT_CUDA_CHECK(cudaMemcpyPeerAsync(dst.p, to, src.p, from, size_t(16) << 10)); }, 20);
+    return r;
+}
+
 double measure_h2d_gbs(int device, bool pinned, size_t bytes) {
     TT_CUDA_CHECK(cudaSetDevice(device));
     Dev d(bytes);
