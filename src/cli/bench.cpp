@@ -191,6 +191,7 @@ int run(Opts o) {
     const bool head_copy = s.tied_embeddings && (body != QuantScheme::none || archive_quant_scheme(*m.archive) != QuantScheme::none);
     if (head_copy) weight_bytes += run_nbytes(m.archive->tensor("token_embd.weight").view, Role::output, QuantScheme::int8, 0);
     const size_t elem = dtype_size(m.archive->tensors().front().view.dtype);
+    const bool kv_int8 = parse_kv_cache_type(o.model.kv_cache) == KvCacheType::int8;
     // Decode reads every weight once, except the embedding table (one row) unless it doubles as
     // the output head; plus the visible K and V rows of every layer.
     const uint64_t row_bytes = embd_bytes / uint64_t(s.vocab_size);
@@ -212,7 +213,10 @@ int run(Opts o) {
             // Each attention layer reads the visible rows at its own kv_dim (a KV-shared layer
             // reads its source layer's rows once more).
             const int vis = s.sliding(il) ? std::min(ctx, s.sliding_window) : ctx;
-            b += 2 * uint64_t(vis) * uint64_t(s.layer_kv_dim(il)) * elem;
+            // The 8-bit cache: a byte a value and an f32 scale per head row.
+            const uint64_t row = kv_int8 ? uint64_t(s.layer_kv_dim(il)) + 4 * uint64_t(s.layer_n_kv_heads(il))
+                                         : uint64_t(s.layer_kv_dim(il)) * elem;
+            b += 2 * uint64_t(vis) * row;
         }
         return b;
     };

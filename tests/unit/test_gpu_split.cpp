@@ -2,6 +2,7 @@
 // against hand-computed numbers on a small synthetic model, and --gpus lists.
 #include "core/error.h"
 #include "runtime/gpu_split.h"
+#include "plan_test_model.h"
 
 #include <gtest/gtest.h>
 
@@ -14,43 +15,13 @@ namespace {
 
 constexpr uint64_t MiB = uint64_t(1) << 20;
 
-// 8 layers of 1 MiB (read whole per token), hidden 256, 4 heads / 2 KV heads of 64, FFN 512,
-// vocab 1000, bf16, context 64; embed 2 MiB (a token reads one 512-byte row), output 2 MiB.
-// test_plan.cpp's small model with twice the layers: the same working set besides the KV cache,
-// which is 2 x 64 positions x 128 x 2 B = 32 KiB a layer. Every GPU keeps
+// plan_test_model.h's model with 8 layers (test_plan.cpp's has 4): the same working set besides
+// the KV cache, which is 2 x 64 positions x 128 x 2 B = 32 KiB a layer. Every GPU keeps
 //   336,461,912 (test_plan.cpp's fixed lines) - 131,072 (its 4 layers' KV) + the CUDA context.
 constexpr uint64_t k_layer_kv = 32768;
 constexpr uint64_t k_gpu_fixed = 336461912 - 4 * k_layer_kv + k_cuda_context;
 
-PlanInput model() {
-    PlanInput in;
-    ModelSpec& s = in.spec;
-    s.n_layers = 8;
-    s.hidden_dim = 256;
-    s.n_heads = 4;
-    s.n_kv_heads = 2;
-    s.head_dim = 64;
-    s.ffn_dim = 512;
-    s.vocab_size = 1000;
-    s.max_context = 64;
-    s.layers.assign(8, LayerSpec{});
-    in.weights = DType::bf16;
-    in.context = 64;
-    uint64_t off = 4096;
-    auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
-        in.blocks.push_back({name, layer, -1, off, bytes, read});
-        off += bytes;
-    };
-    add("embed", -1, 2 * MiB, 512);
-    for (int i = 0; i < 8; ++i) add("layer." + std::to_string(i), i, MiB, MiB);
-    add("output", -1, 2 * MiB, 2 * MiB);
-    in.device_total = in.device_free = 80ull << 30;
-    in.ram_available = 64ull << 30;
-    in.bw.device_gbs = double(MiB) / 1e6 / k_decode_efficiency;  // 1 MiB per ms after the efficiency
-    in.bw.h2d_pinned_gbs = 0.5 * double(MiB) / 1e6;
-    in.cpu_layers = 0;
-    return in;
-}
+PlanInput model() { return test::small_plan_input(8); }
 
 // Two GPUs with `free0` and `free1` bytes free (budgets: free minus the margin).
 SplitInput two(uint64_t free0, uint64_t free1) {

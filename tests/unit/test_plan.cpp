@@ -3,6 +3,7 @@
 #include "core/progress.h"
 #include "runtime/plan.h"
 #include "model/tensor_names.h"
+#include "plan_test_model.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +15,8 @@ namespace {
 
 constexpr uint64_t MiB = uint64_t(1) << 20;
 
-// 4 layers, hidden 256, 4 heads / 2 KV heads of 64, FFN 512, vocab 1000, bf16, context 64.
-// Blocks: embed 2 MiB, layers 1 MiB each, output 2 MiB (sizes chosen for easy sums).
+// 4 layers, hidden 256, 4 heads / 2 KV heads of 64, FFN 512, vocab 1000, bf16, context 64
+// (plan_test_model.h). Blocks: embed 2 MiB, layers 1 MiB each, output 2 MiB (sizes chosen for easy sums).
 //
 // Fixed working set by hand:
 //   KV cache           2 * 4 layers * 64 positions * 128 kv_dim * 2 B          =    131,072
@@ -30,37 +31,7 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 //   total                                                                     = 336,461,912
 constexpr uint64_t k_fixed = 336461912 + k_cuda_context;  // the fixed lines, and the CUDA context every plan counts
 
-PlanInput small_input() {
-    PlanInput in;
-    ModelSpec& s = in.spec;
-    s.n_layers = 4;
-    s.hidden_dim = 256;
-    s.n_heads = 4;
-    s.n_kv_heads = 2;
-    s.head_dim = 64;
-    s.ffn_dim = 512;
-    s.vocab_size = 1000;
-    s.max_context = 64;
-    s.layers.assign(4, LayerSpec{});
-    in.weights = DType::bf16;
-    in.context = 64;
-    uint64_t off = 4096;
-    auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
-        in.blocks.push_back({name, layer, -1, off, bytes, read});
-        off += bytes;
-    };
-    add("embed", -1, 2 * MiB, 512);  // decode reads one row of 256 bf16
-    for (int i = 0; i < 4; ++i) add("layer." + std::to_string(i), i, MiB, MiB);
-    add("output", -1, 2 * MiB, 2 * MiB);
-    in.device_total = 80ull << 30;
-    in.device_free = 79ull << 30;
-    in.ram_available = 64ull << 30;
-    in.bw.h2d_pinned_gbs = 0.5 * double(MiB) / 1e6;           // 0.5 MiB per ms
-    in.bw.device_gbs = double(MiB) / 1e6 / k_decode_efficiency;  // 1 MiB per ms after the efficiency
-    in.bw.gemm_tflops = 100;
-    in.cpu_layers = 0;  // the CPU as a third place has tests of its own (CpuLayers*)
-    return in;
-}
+PlanInput small_input() { return test::small_plan_input(4); }
 
 }  // namespace
 
