@@ -154,32 +154,14 @@ TEST(GpuSplit, RefusesWhatItCannotPlace) {
 
 TEST(GpuSplit, Llama3_8BShapeOnTwoH200s) {
     // The case with the H200's measured device copy (4216 GB/s), PCIe (55 GB/s) and host
-    // read (93 GB/s) (docs/BENCHMARKS.md) and the assumed link: the shape's blocks (bf16: 436 MB a layer, 1.05 GB embedding and head),
-    // context 4096. Printed for docs/STREAMING.md; held to what the arithmetic must give.
+    // read (93 GB/s) (docs/BENCHMARKS.md) and the assumed link: the shape's blocks (bf16: 436 MB a
+    // layer, 1.05 GB embedding and head), context 4096. Printed for docs/STREAMING.md; held to what
+    // the arithmetic must give.
     auto shape = [](DType dt, double bytes_per_weight) {
-        PlanInput in;
-        ModelSpec& s = in.spec;
-        s.n_layers = 32;
-        s.hidden_dim = 4096;
-        s.n_heads = 32;
-        s.n_kv_heads = 8;
-        s.head_dim = 128;
-        s.ffn_dim = 14336;
-        s.vocab_size = 128256;
-        s.max_context = 8192;
-        s.layers.assign(32, LayerSpec{});
-        in.weights = dt;
-        in.context = 4096;
-        uint64_t off = 4096;
-        auto add = [&](const std::string& name, int layer, uint64_t bytes, uint64_t read) {
-            in.blocks.push_back({name, layer, -1, off, bytes, read});
-            off += bytes;
-        };
         const uint64_t layer = uint64_t((2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336) * bytes_per_weight);
-        const uint64_t table = uint64_t(128256.0 * 4096 * 2);
-        add("embed", -1, table, 4096 * 2);
-        for (int i = 0; i < 32; ++i) add("layer." + std::to_string(i), i, layer, layer);
-        add("output", -1, uint64_t(128256.0 * 4096 * bytes_per_weight), uint64_t(128256.0 * 4096 * bytes_per_weight));
+        const uint64_t table = uint64_t(128256.0 * 4096 * 2), head = uint64_t(128256.0 * 4096 * bytes_per_weight);
+        PlanInput in = test::plan_input_of({32, 4096, 32, 8, 128, 14336, 128256, 4096, layer, table, 4096 * 2, head}, dt);
+        in.spec.max_context = 8192;
         if (bytes_per_weight < 2) in.dequant_scratch = k_dequant_scratch;
         in.device_total = in.device_free = 141ull << 30;
         in.ram_available = 100ull << 30;
