@@ -31,6 +31,9 @@ inline constexpr char k_thin_magic[8] = {'T', 'H', 'I', 'N', 'T', 'N', 'S', 'R'}
 inline constexpr uint32_t k_thin_version = 2;
 inline constexpr uint32_t k_thin_min_version = 1;
 inline constexpr uint64_t k_thin_align = 4096;
+// n rounded up to a multiple of a: a block's bytes as the archive lays them out are
+// round_up(bytes, k_thin_align).
+inline constexpr uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 inline constexpr uint64_t k_thin_header_size = 4096;
 
 // Fixed header at offset 0, little-endian. The remaining bytes up to 4 KiB are zero.

@@ -17,25 +17,7 @@ namespace tt {
 
 namespace {
 
-uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
-
-// The budget one GPU works within: make_plan's rule (--vram-budget, clamped to the GPU; else its
-// free memory less the margin).
-uint64_t gpu_budget(const SplitGpu& g, uint64_t asked, std::string& origin, std::vector<std::string>& warnings) {
-    const uint64_t avail = g.device_free > k_vram_margin ? g.device_free - k_vram_margin : 0;
-    const std::string avail_text = fmt::format("free VRAM {} minus a {} margin", format_bytes(double(g.device_free)),
-                                               format_bytes(double(k_vram_margin)));
-    if (asked == 0 || asked > avail) {
-        if (asked > 0)
-            warnings.push_back(fmt::format("--vram-budget {} is more than GPU {} has free; using {} there ({})",
-                                           format_bytes(double(asked)), g.device, format_bytes(double(avail)), avail_text));
-        origin = avail_text;
-        return avail;
-    }
-    origin = fmt::format("--vram-budget {}", format_bytes(double(asked)));
-    return asked;
-}
 
 }  // namespace
 
@@ -121,7 +103,9 @@ SplitPlan make_split_plan(const SplitInput& in) {
         GpuShare& sh = p.gpus[size_t(g)];
         sh.device = in.gpus[size_t(g)].device;
         sh.name = in.gpus[size_t(g)].name;
-        sh.budget = budget[size_t(g)] = gpu_budget(in.gpus[size_t(g)], one.vram_budget, sh.budget_origin, p.warnings);
+        const SplitGpu& gpu = in.gpus[size_t(g)];
+        sh.budget = budget[size_t(g)] = vram_budget_in_effect(one.vram_budget, gpu.device_free, gpu.device_total,
+                                                              fmt::format("GPU {}", gpu.device), sh.budget_origin, p.warnings);
         sh.embed = g == 0;
         sh.head = g == G - 1;
         sh.fixed = fixed;
@@ -138,12 +122,10 @@ SplitPlan make_split_plan(const SplitInput& in) {
     auto assign = [&](bool proportional, std::vector<int>& end) {  // end[g]: one past GPU g's last layer
         end.assign(size_t(G), 0);
         int il = 0;
-        double target = 0;
+        double target = 0, placed = 0;  // cumulative: the proportional cut after GPU g, the cost of layers [0, il)
         for (int g = 0; g < G; ++g) {
             target += total_cap > 0 ? double(total_cost) * double(std::max<int64_t>(cap[size_t(g)], 0)) / double(total_cap) : 0;
             int64_t used = 0;
-            double placed = 0;
-            for (int k = 0; k < il; ++k) placed += double(cost[size_t(k)]);
             while (il < s.n_layers && used + int64_t(cost[size_t(il)]) <= cap[size_t(g)] &&
                    (!proportional || g == G - 1 || placed + double(cost[size_t(il)]) / 2 <= target)) {
                 used += int64_t(cost[size_t(il)]);
@@ -160,6 +142,8 @@ SplitPlan make_split_plan(const SplitInput& in) {
     p.fits = p.layers_placed == s.n_layers && cap[0] >= 0 && cap[size_t(G - 1)] >= 0;
     p.hidden_bytes = uint64_t(s.hidden_dim) * 4;
     p.hop_s = double(p.hidden_bytes) / (in.peer_gbs * 1e9) + in.peer_latency_s;
+    // A GPU's device copy bandwidth: doctor's record of it, else the plan input's.
+    auto gbs_of = [&](int g) { return in.gpus[size_t(g)].device_gbs > 0 ? in.gpus[size_t(g)].device_gbs : one.bw.device_gbs; };
     double split_s = double(G - 1) * p.hop_s;
     for (int g = 0; g < G; ++g) {
         GpuShare& sh = p.gpus[size_t(g)];
@@ -173,8 +157,7 @@ SplitPlan make_split_plan(const SplitInput& in) {
             sh.decode_read += layer_read[size_t(il)];
         }
         sh.used = sh.weights + sh.kv + sh.fixed;
-        const double gbs = in.gpus[size_t(g)].device_gbs > 0 ? in.gpus[size_t(g)].device_gbs : one.bw.device_gbs;
-        sh.compute_s = double(sh.decode_read) / (gbs * 1e9 * k_decode_efficiency) +
+        sh.compute_s = double(sh.decode_read) / (gbs_of(g) * 1e9 * k_decode_efficiency) +
                        double(sh.end_layer - sh.first_layer) * k_decode_layer_overhead_s;
         split_s += sh.compute_s;
     }
@@ -184,7 +167,7 @@ SplitPlan make_split_plan(const SplitInput& in) {
     double slowest = std::numeric_limits<double>::infinity();
     uint64_t min_budget = std::numeric_limits<uint64_t>::max();
     for (int g = 0; g < G; ++g) {
-        slowest = std::min(slowest, in.gpus[size_t(g)].device_gbs > 0 ? in.gpus[size_t(g)].device_gbs : one.bw.device_gbs);
+        slowest = std::min(slowest, gbs_of(g));
         min_budget = std::min(min_budget, budget[size_t(g)]);
     }
     const int heads = s.n_heads, kv_heads = s.n_kv_heads;

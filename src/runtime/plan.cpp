@@ -50,7 +50,6 @@ namespace {
 // The rows a CPU GEMV rate is of: "bf16" (float weights), "INT8", "INT4".
 std::string gemv_weights_name(QuantScheme q) { return q == QuantScheme::none ? "bf16" : std::string(quant_scheme_label(q)); }
 
-uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
@@ -98,6 +97,26 @@ double prefill_flops(const ModelSpec& s, int n) {
         f += 4.0 * s.layer_q_dim(il) * vis;  // QK^T and PV
     }
     return f;
+}
+
+uint64_t vram_budget_in_effect(uint64_t asked, uint64_t device_free, uint64_t device_total, const std::string& gpu,
+                               std::string& origin, std::vector<std::string>& warnings) {
+    const uint64_t avail = device_free > k_vram_margin ? device_free - k_vram_margin : 0;
+    const std::string avail_text =
+        fmt::format("free VRAM {} minus a {} margin", format_bytes(double(device_free)), format_bytes(double(k_vram_margin)));
+    const std::string which = gpu.empty() ? "the GPU" : gpu;
+    if (asked > 0 && device_total > 0 && asked > device_total)
+        warnings.push_back(fmt::format("--vram-budget {} is more than {}'s {}; using {} ({})", format_bytes(double(asked)), which,
+                                       format_bytes(double(device_total)), format_bytes(double(avail)), avail_text));
+    else if (asked > 0 && device_total > 0 && asked > avail)
+        warnings.push_back(fmt::format("--vram-budget {} is more than the VRAM free now{}; using {} ({})", format_bytes(double(asked)),
+                                       gpu.empty() ? "" : " on " + gpu, format_bytes(double(avail)), avail_text));
+    else if (asked > 0) {
+        origin = fmt::format("--vram-budget {}", format_bytes(double(asked)));
+        return asked;
+    }
+    origin = avail_text;
+    return avail;
 }
 
 double simulate_pass(const std::vector<PassStep>& steps, double handoff_s) {
@@ -344,26 +363,7 @@ Plan make_plan(const PlanInput& in) {
     TT_ASSERT(in.context > 0);
 
     // ---- budgets ----
-    const uint64_t vram_avail = in.device_free > k_vram_margin ? in.device_free - k_vram_margin : 0;
-    const std::string avail_text = fmt::format("free VRAM {} minus a {} margin", format_bytes(double(in.device_free)),
-                                               format_bytes(double(k_vram_margin)));
-    if (in.vram_budget == 0) {
-        p.vram_budget = vram_avail;
-        p.vram_budget_origin = avail_text;
-    } else if (in.device_total > 0 && in.vram_budget > in.device_total) {
-        p.vram_budget = vram_avail;
-        p.vram_budget_origin = avail_text;
-        p.warnings.push_back(fmt::format("--vram-budget {} is more than the GPU's {}; using {} ({})", format_bytes(double(in.vram_budget)),
-                                         format_bytes(double(in.device_total)), format_bytes(double(vram_avail)), avail_text));
-    } else if (in.device_total > 0 && in.vram_budget > vram_avail) {
-        p.vram_budget = vram_avail;
-        p.vram_budget_origin = avail_text;
-        p.warnings.push_back(fmt::format("--vram-budget {} is more than the VRAM free now; using {} ({})", format_bytes(double(in.vram_budget)),
-                                         format_bytes(double(vram_avail)), avail_text));
-    } else {
-        p.vram_budget = in.vram_budget;
-        p.vram_budget_origin = fmt::format("--vram-budget {}", format_bytes(double(in.vram_budget)));
-    }
+    p.vram_budget = vram_budget_in_effect(in.vram_budget, in.device_free, in.device_total, "", p.vram_budget_origin, p.warnings);
     const uint64_t ram_avail = in.ram_available > k_ram_margin ? in.ram_available - k_ram_margin : 0;
     if (in.ram_budget == 0) {
         p.ram_budget = ram_avail;

@@ -218,6 +218,13 @@ struct Plan {
 // the minimum and what it is made of.
 Plan make_plan(const PlanInput& in);
 
+// The VRAM budget a GPU works within: --vram-budget `asked` (0: none), else, or when it is more
+// than the GPU has (device_total) or has free (device_free; 0 total: unknown, taken as asked), the
+// free VRAM less k_vram_margin, with a warning. `origin` gets where it came from; `gpu` names the
+// GPU in the warnings ("" for the one GPU of a plan, "GPU 1" in a split).
+uint64_t vram_budget_in_effect(uint64_t asked, uint64_t device_free, uint64_t device_total, const std::string& gpu,
+                               std::string& origin, std::vector<std::string>& warnings);
+
 // The archive's blocks with their decode read sizes, the spec and dtypes; the caller fills in the
 // context, budgets, device memory and bandwidths.
 PlanInput plan_input_from_archive(const Archive& a, const ModelSpec& spec);

@@ -85,11 +85,8 @@ void fill_split_gpus(SplitInput& in, const std::vector<int>& devices) {
         SplitGpu g;
         g.device = d;
         g.name = fmt::format("cuda:{} {}", d, listed[size_t(d)].name);
-        TT_CUDA_CHECK(cudaSetDevice(d));
-        size_t free_b = 0, total_b = 0;
-        TT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        g.device_free = free_b;
-        g.device_total = total_b;
+        g.device_free = listed[size_t(d)].free_memory;  // list_devices read both just now
+        g.device_total = listed[size_t(d)].total_memory;
         const GpuCeilings* c = record ? record->gpu(d) : nullptr;
         if (c && c->name == listed[size_t(d)].name && c->d2d_gbs > 0) g.device_gbs = c->d2d_gbs;
         in.gpus.push_back(g);

@@ -21,7 +21,6 @@ namespace tt::cuda {
 
 namespace {
 
-uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 constexpr uint64_t k_read_chunk = uint64_t(8) << 20;  // one pread / memcpy per host thread at a time
 
 }  // namespace
