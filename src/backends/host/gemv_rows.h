@@ -36,17 +36,30 @@ float tail(const uint8_t* row, int64_t c0, int64_t cols, const float* x) {
     return acc;
 }
 
+// Short rows (at most k_short_row bytes: a KV cache's head slices, 64-256 bytes each, kv_dim
+// apart) are pulled into the cache k_rows_ahead rows before they are read: the CPU's prefetchers
+// do not run ahead of such a stride, and attention at depth waited on each row's lines (perf on
+// the CI VM: the host path's dot and weighted-sum loops, not their arithmetic). Long rows (weight
+// matrices) are streams the prefetchers follow.
+constexpr int64_t k_short_row = 512, k_rows_ahead = 16;
+inline void prefetch_row(const uint8_t* row, int64_t bytes) {
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);  // (a prefetch past the cache's end does not fault)
+}
+
 template <typename V, DType D>
 void rows(const void* w, int64_t cols, int64_t stride, const float* x, float* y, int64_t r0, int64_t r1, bool accumulate) {
     constexpr size_t es = weight_size<D>();
     constexpr int64_t width = V::width;
     const uint8_t* base = static_cast<const uint8_t*>(w);
-    const int64_t full = cols / width * width;
+    const int64_t full = cols / width * width, row_bytes = cols * int64_t(es);
+    const bool ahead = row_bytes <= k_short_row;
     int64_t r = r0;
     // Four rows per pass: each x vector is loaded once for four products.
     for (; r + 4 <= r1; r += 4) {
         const uint8_t* p[4];
         for (int i = 0; i < 4; ++i) p[i] = base + uint64_t((r + i) * stride) * es;
+        if (ahead)
+            for (int i = 0; i < 4; ++i) prefetch_row(p[i] + uint64_t(k_rows_ahead * stride) * es, row_bytes);
         auto a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
         for (int64_t c = 0; c < full; c += width) {
             const auto xv = V::loadx(x + c);
@@ -78,6 +91,7 @@ void weighted_sum(const void* w, int64_t n_rows, int64_t cols, int64_t stride, c
     constexpr int64_t width = V::width;
     const uint8_t* base = static_cast<const uint8_t*>(w);
     const int64_t full = cols / width * width;
+    const bool ahead = cols * int64_t(es) <= k_short_row;  // (rows's prefetch)
     int64_t c = 0;
     // Four vectors of y stay in registers over every row.
     for (; c + 4 * width <= full; c += 4 * width) {
@@ -85,6 +99,7 @@ void weighted_sum(const void* w, int64_t n_rows, int64_t cols, int64_t stride, c
         auto a2 = V::loadx(y + c + 2 * width), a3 = V::loadx(y + c + 3 * width);
         for (int64_t j = 0; j < n_rows; ++j) {
             const uint8_t* row = base + uint64_t(j * stride + c) * es;
+            if (ahead) prefetch_row(row + uint64_t(k_rows_ahead * stride) * es, 4 * width * int64_t(es));
             const auto pj = V::set1(p[j]);
             a0 = V::fma(V::template load<D>(row), pj, a0);
             a1 = V::fma(V::template load<D>(row + width * es), pj, a1);
