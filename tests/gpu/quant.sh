@@ -18,6 +18,10 @@ print(f"cpu min_cos {a['min_cosine']:.6f} kl {a['mean_kl']:.3e} | cuda min_cos {
 sys.exit(0 if dc <= 1e-4 and dk <= max(0.02 * a["mean_kl"], 1e-9) else 1)
 PY
 }
+# The minimum VRAM of archive $1 under profile $2 at context $3 with no layer on the CPU, and how
+# many layers stream at that budget (the layers --cpu-layers can take).
+min_vram_q() { $TT -q plan "$1" --profile "$2" --context "$3" --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])'; }
+n_streamed_q() { $TT -q plan "$1" --profile "$2" --context "$3" --cpu-layers 0 --vram-budget "$4" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["n_layers"]-p["n_resident_layers"])'; }
 for p in max-performance max-max-perf; do
   for m in ts llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_5_text gemma4_text; do
     if [ $m = ts ]; then arc=$work/ts.thin; ref=$S/models/tinystories-656k/reference.safetensors
@@ -46,8 +50,8 @@ for p in max-performance max-max-perf; do
   # minimum budget a quantized model this small may keep every layer resident (the ring's two
   # slots cost as much as its layers): then nothing streams, and the check says so and skips.
   for src in "$work/ts.$q.thin" "$work/ts.thin"; do
-    budget=$($TT -q plan "$src" --profile $p --context 256 --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])')
-    ns=$($TT -q plan "$src" --profile $p --context 256 --cpu-layers 0 --vram-budget "$budget" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["n_layers"]-p["n_resident_layers"])')
+    budget=$(min_vram_q "$src" $p 256)
+    ns=$(n_streamed_q "$src" $p 256 "$budget")
     [ "${ns:-0}" -gt 0 ] || { echo "skip tinystories $p ($(basename "$src")): nothing streams at the minimum budget, so no layer can go to the CPU"; continue; }
     $TT run "$src" --temperature 0 --max-tokens 120 --context 256 --device cuda --profile $p --vram-budget "$budget" \
       --cpu-layers 1 >"$work/ts.$q.cpu1.txt" 2>"$work/ts.$q.cpu1.err"
@@ -56,14 +60,14 @@ for p in max-performance max-max-perf; do
     grep -h "plan:" "$work/ts.$q.cpu1.err" | head -1 >>"$OUT/quant.log"
   done
   # The same on the llama fixture (its validate report against the CPU's), where layers do stream.
-  lb=$($TT -q plan "$work/llama.f32.thin" --profile $p --context 64 --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])')
-  lns=$($TT -q plan "$work/llama.f32.thin" --profile $p --context 64 --cpu-layers 0 --vram-budget "$lb" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["n_layers"]-p["n_resident_layers"])')
+  lref=$S/fixtures/hf-tiny/llama/reference.safetensors
+  lb=$(min_vram_q "$work/llama.f32.thin" $p 64)
+  lns=$(n_streamed_q "$work/llama.f32.thin" $p 64 "$lb")
   if [ "${lns:-0}" -gt 0 ]; then
-    $TT -q validate "$work/llama.f32.thin" --reference "$S/fixtures/hf-tiny/llama/reference.safetensors" --device cpu --profile $p \
-      --context 64 --report "$work/ql.cpu.json" >/dev/null 2>&1
-    check "llama $p: $lns streamed layer(s) on the CPU, the cpu's report" sh -c "$TT -q validate '$work/llama.f32.thin' \
-      --reference '$S/fixtures/hf-tiny/llama/reference.safetensors' --device cuda --profile $p --context 64 --vram-budget $lb \
-      --cpu-layers $lns --report '$work/ql.cuda.json' && python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(0 if abs(a[\"min_cosine\"]-b[\"min_cosine\"])<=1e-4 else 1)' '$work/ql.cpu.json' '$work/ql.cuda.json'"
+    $TT -q validate "$work/llama.f32.thin" --reference "$lref" --device cpu --profile $p --context 64 --report "$work/ql.cpu.json" >/dev/null 2>&1
+    check "llama $p: $lns streamed layer(s) on the CPU (cuda) passes its bounds" $TT -q validate "$work/llama.f32.thin" --reference "$lref" \
+      --device cuda --profile $p --context 64 --vram-budget "$lb" --cpu-layers "$lns" --report "$work/ql.cuda.json"
+    check "llama $p: with $lns layer(s) on the CPU, cuda's report is the cpu's" cmp_reports "$work/ql.cpu.json" "$work/ql.cuda.json"
   else
     echo "skip llama $p: nothing streams at the minimum budget"
   fi

@@ -111,10 +111,14 @@ void weighted_sum(const void* w, int64_t n_rows, int64_t cols, int64_t stride, c
         V::store(y + c + 2 * width, a2);
         V::store(y + c + 3 * width, a3);
     }
+    // (The vectors left past the 4-wide passes: head_dim 96 on AVX-512, 16 or 32 in f32.)
     for (; c < full; c += width) {
         auto a = V::loadx(y + c);
-        for (int64_t j = 0; j < n_rows; ++j)
-            a = V::fma(V::template load<D>(base + uint64_t(j * stride + c) * es), V::set1(p[j]), a);
+        for (int64_t j = 0; j < n_rows; ++j) {
+            const uint8_t* row = base + uint64_t(j * stride + c) * es;
+            if (ahead) prefetch_row(row + uint64_t(k_rows_ahead * stride) * es, width * int64_t(es));
+            a = V::fma(V::template load<D>(row), V::set1(p[j]), a);
+        }
         V::store(y + c, a);
     }
     for (; c < cols; ++c) {
