@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     variants[0].bytes = bf16_bytes;
     variants[1].bytes = size_t(rows) * (quant_row_bytes(QuantScheme::int8, cols) + 4);
     variants[2].bytes = size_t(rows) * (quant_row_bytes(QuantScheme::int4, cols) + 4 * quant_row_scales(QuantScheme::int4, cols, k_int4_default_group));
-    for (host::Isa isa : {host::Isa::avx2, host::Isa::avx512}) {
+    for (host::Isa isa : {host::Isa::avx2, host::Isa::avx512, host::Isa::avx512vnni}) {
         if (!host::isa_supported(isa)) {
             fmt::print("{}: not on this CPU\n", host::isa_name(isa));
             continue;

@@ -47,7 +47,7 @@ class Backend {
 public:
     virtual ~Backend() = default;
 
-    // "cpu (2 threads)", "host (16 threads, avx512)", "cuda:0 NVIDIA H200".
+    // "cpu (2 threads)", "host (16 threads, avx512-vnni)", "cuda:0 NVIDIA H200".
     virtual std::string describe() const = 0;
     // Maximum positions the KV cache holds.
     virtual int context_size() const = 0;

@@ -98,7 +98,7 @@ struct HostCeilings {
     std::string date;             // UTC, ISO 8601, when these were measured
     std::string cpu;              // cpu_model_name() of the machine measured
     int threads = 0;              // its hardware threads
-    std::string isa;              // the GEMV kernels used: "avx512", "avx2", "scalar" (host::isa_name)
+    std::string isa;              // the GEMV kernels used: "avx512-vnni", "avx512", "avx2", "scalar" (host::isa_name)
     std::string gemv_dtype = "bf16";
     double read_gbs = 0;          // memory read bandwidth, every hardware thread summing its share
     std::vector<HostGemvRate> gemv;  // host::gemv by ascending thread counts (1, 2, 4, ..., threads)

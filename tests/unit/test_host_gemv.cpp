@@ -64,7 +64,7 @@ TEST(HostGemv, MatchesTheReferenceOnEveryIsaAndDtype) {
     std::mt19937 rng(11);
     std::normal_distribution<float> d(0.0f, 1.0f);
     int checked = 0;
-    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512}) {
+    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512, host::Isa::avx512vnni}) {
         if (!host::isa_supported(isa)) {
             std::printf("note: this CPU has no %s kernels; not checked here\n", host::isa_name(isa));
             continue;
@@ -106,12 +106,13 @@ TEST(HostGemv, QuantizedRowsMatchTheReference) {
     std::mt19937 rng(13);
     std::normal_distribution<float> d(0.0f, 1.0f);
     int checked = 0;
-    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512}) {
+    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512, host::Isa::avx512vnni}) {
         if (!host::isa_supported(isa)) continue;
         for (auto [scheme, group, rows, cols] :
              {std::tuple<QuantScheme, int, int64_t, int64_t>{QuantScheme::int8, 0, 1, 1}, {QuantScheme::int8, 0, 7, 33},
               {QuantScheme::int8, 0, 130, 2048}, {QuantScheme::int8, 0, 1031, 513}, {QuantScheme::int4, 32, 3, 32},
-              {QuantScheme::int4, 32, 257, 96}, {QuantScheme::int4, 64, 65, 1024}, {QuantScheme::int4, 128, 130, 2048}})
+              {QuantScheme::int4, 32, 257, 96}, {QuantScheme::int4, 64, 65, 1024}, {QuantScheme::int4, 128, 130, 2048},
+              {QuantScheme::int4, 64, 9, 192}, {QuantScheme::int4, 32, 6, 4160}})
             for (bool accumulate : {false, true}) {
                 SCOPED_TRACE(::testing::Message() << host::isa_name(isa) << " " << quant_scheme_name(scheme) << " g" << group << " "
                                                   << rows << "x" << cols << (accumulate ? " +=" : ""));
@@ -140,7 +141,73 @@ TEST(HostGemv, QuantizedRowsMatchTheReference) {
                 ++checked;
             }
     }
-    EXPECT_GE(checked, 16);  // at least the scalar kernels, every case
+    EXPECT_GE(checked, 20);  // at least the scalar kernels, every case
+}
+
+TEST(HostGemv, Int4OnVnniHoldsXOfEveryScale) {
+    // The VNNI kernel rounds x to 2^-21 of its largest |x| in each block of 128 columns: blocks whose
+    // scales differ by 2^60, an all-zero block, and tiny values next to large ones stay within the
+    // f32 kernels' bound of the float64 sum. Infinities and NaN, which no integer digit carries,
+    // come out as the f32 AVX-512 kernel's.
+    if (!host::isa_supported(host::Isa::avx512vnni)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    ThreadPool pool(2);
+    std::mt19937 rng(14);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    const int64_t rows = 37, cols = 896;
+    std::vector<float> wf(static_cast<size_t>(rows * cols));
+    for (auto& v : wf) v = d(rng);
+    for (int group : {32, 64, 128}) {
+        SCOPED_TRACE(::testing::Message() << "g" << group);
+        QuantizedWeights owned;
+        const TensorView& w = *owned.add("test", Shape{rows, cols}, QuantScheme::int4, group,
+                                         quantize_matrix(pool, wf.data(), DType::f32, rows, cols, QuantScheme::int4, group, "test"));
+        std::vector<float> x(static_cast<size_t>(cols));
+        for (int64_t c = 0; c < cols; ++c) {
+            const int64_t block = c / 128;
+            const float scale = block == 0 ? 1.0f : block == 1 ? 0.0f : block == 2 ? 1e-18f : block == 3 ? 1e18f : 1.0f;
+            x[size_t(c)] = d(rng) * scale;
+            if (block == 4 && c % 7 == 0) x[size_t(c)] *= 1e-6f;  // tiny values beside large ones
+        }
+        std::vector<float> got(static_cast<size_t>(rows));
+        host::gemv(pool, w, x.data(), got.data(), false, host::Isa::avx512vnni);
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> row(static_cast<size_t>(cols));
+            cpu::read_row(w, r, row.data());
+            double exact = 0, mag = 0;
+            for (int64_t c = 0; c < cols; ++c) {
+                exact += double(row[size_t(c)]) * x[size_t(c)];
+                mag += std::fabs(double(row[size_t(c)]) * x[size_t(c)]);
+            }
+            // (Block 2's products, ~1e-18, are below this bound's resolution; check them apart.)
+            ASSERT_NEAR(got[size_t(r)], exact, 4e-6 * mag) << "row " << r;
+        }
+        std::vector<float> small(x.size(), 0.0f);
+        for (int64_t c = 256; c < 384; ++c) small[size_t(c)] = x[size_t(c)];  // block 2 alone
+        host::gemv(pool, w, small.data(), got.data(), false, host::Isa::avx512vnni);
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> row(static_cast<size_t>(cols));
+            cpu::read_row(w, r, row.data());
+            double exact = 0, mag = 0;
+            for (int64_t c = 256; c < 384; ++c) {
+                exact += double(row[size_t(c)]) * small[size_t(c)];
+                mag += std::fabs(double(row[size_t(c)]) * small[size_t(c)]);
+            }
+            ASSERT_NEAR(got[size_t(r)], exact, 4e-6 * mag) << "row " << r << " (block 2 alone)";
+        }
+        for (float bad : {INFINITY, -INFINITY, NAN}) {
+            std::vector<float> xb = x, want(static_cast<size_t>(rows));
+            xb[500] = bad;
+            host::gemv(pool, w, xb.data(), got.data(), false, host::Isa::avx512vnni);
+            host::gemv(pool, w, xb.data(), want.data(), false, host::Isa::avx512);
+            for (int64_t r = 0; r < rows; ++r) {
+                ASSERT_EQ(std::isnan(got[size_t(r)]), std::isnan(want[size_t(r)])) << "row " << r << " x has " << bad;
+                if (!std::isnan(want[size_t(r)])) {
+                    ASSERT_EQ(got[size_t(r)], want[size_t(r)]) << "row " << r << " x has " << bad;
+                }
+                ASSERT_FALSE(std::isfinite(got[size_t(r)])) << "row " << r << " x has " << bad;
+            }
+        }
+    }
 }
 
 TEST(HostGemv, BestIsaIsSupported) {
@@ -155,7 +222,7 @@ TEST(HostGemv, StridedRowsMatchTheScalarSums) {
     std::mt19937 rng(12);
     std::normal_distribution<float> d(0.0f, 1.0f);
     int checked = 0;
-    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512}) {
+    for (host::Isa isa : {host::Isa::scalar, host::Isa::avx2, host::Isa::avx512, host::Isa::avx512vnni}) {
         if (!host::isa_supported(isa)) continue;
         for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::i8})
             for (auto [n_rows, cols, stride, offset] :

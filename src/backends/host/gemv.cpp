@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "core/quant.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -16,6 +19,7 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512vnni: return "avx512-vnni";
     }
     return "?";
 }
@@ -35,6 +39,7 @@ bool detect(Isa isa) {
     case Isa::scalar: return true;
     case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    case Isa::avx512vnni: return detect(Isa::avx512) && __builtin_cpu_supports("avx512vnni");
     }
     return false;
 #else
@@ -46,12 +51,31 @@ bool detect(Isa isa) {
 bool isa_supported(Isa isa) {
     // note: once per process: every kernel call asserts its ISA, and cpuid traps to the
     // hypervisor in a VM (microseconds).
-    static const bool supported[3] = {detect(Isa::scalar), detect(Isa::avx2), detect(Isa::avx512)};
+    static const bool supported[4] = {detect(Isa::scalar), detect(Isa::avx2), detect(Isa::avx512), detect(Isa::avx512vnni)};
     return supported[int(isa)];
 }
 
+namespace {
+// TT_HOST_ISA=scalar|avx2|avx512|avx512-vnni runs a narrower kernel set than the CPU's best: the
+// A/B of a kernel in one binary (docs/BENCHMARKS.md). One this CPU lacks is an error.
+Isa chosen_isa() {
+    const Isa best = isa_supported(Isa::avx512vnni) ? Isa::avx512vnni
+                     : isa_supported(Isa::avx512)   ? Isa::avx512
+                     : isa_supported(Isa::avx2)     ? Isa::avx2
+                                                    : Isa::scalar;
+    const char* forced = std::getenv("TT_HOST_ISA");
+    if (!forced || !*forced) return best;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni})
+        if (std::strcmp(forced, isa_name(isa)) == 0) {
+            if (!isa_supported(isa)) fail("TT_HOST_ISA={}: this CPU has no {} kernels (its best: {})", forced, forced, isa_name(best));
+            return isa;
+        }
+    fail("TT_HOST_ISA={}: not one of scalar, avx2, avx512, avx512-vnni", forced);
+}
+}  // namespace
+
 Isa best_isa() {
-    static const Isa best = isa_supported(Isa::avx512) ? Isa::avx512 : isa_supported(Isa::avx2) ? Isa::avx2 : Isa::scalar;
+    static const Isa best = chosen_isa();
     return best;
 }
 
@@ -94,7 +118,8 @@ void rows_any(const void* w, DType dt, int64_t cols, int64_t stride, const float
     switch (isa) {
     case Isa::scalar: rows_scalar(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
     case Isa::avx2: detail::rows_avx2(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
-    case Isa::avx512: detail::rows_avx512(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
+    case Isa::avx512:
+    case Isa::avx512vnni: detail::rows_avx512(w, dt, cols, stride, x, y, r0, r1, accumulate); return;
     }
 }
 
@@ -128,7 +153,8 @@ void gemv_rows(const TensorView& w, const float* x, float* y, int64_t r0, int64_
     TT_ASSERT(isa_supported(isa) && w.scales, "host kernels on {} rows", quant_scheme_label(w.quant));
     const auto* q = static_cast<const uint8_t*>(w.data);
     const bool int4 = w.quant == QuantScheme::int4;
-    if (isa == Isa::avx512) return detail::qrows_avx512(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
+    if (isa == Isa::avx512vnni && int4) return detail::qrows_int4_vnni(q, w.scales, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
+    if (isa == Isa::avx512 || isa == Isa::avx512vnni) return detail::qrows_avx512(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
     if (isa == Isa::avx2) return detail::qrows_avx2(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
     qrows_scalar(q, w.scales, int4, w.group_size, w.shape[1], x, y + r0, r0, r1, accumulate);
 }
@@ -142,7 +168,8 @@ void weighted_row_sum(const void* w, DType dt, int64_t n_rows, int64_t cols, int
     switch (isa) {
     case Isa::scalar: weighted_sum_scalar(w, dt, n_rows, cols, stride, p, y); return;
     case Isa::avx2: detail::weighted_sum_avx2(w, dt, n_rows, cols, stride, p, y); return;
-    case Isa::avx512: detail::weighted_sum_avx512(w, dt, n_rows, cols, stride, p, y); return;
+    case Isa::avx512:
+    case Isa::avx512vnni: detail::weighted_sum_avx512(w, dt, n_rows, cols, stride, p, y); return;
     }
 }
 

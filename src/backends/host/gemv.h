@@ -3,7 +3,7 @@
 // read bf16/f16/f32 weights once at the host's memory bandwidth: AVX-512 or AVX2+FMA+F16C kernels
 // chosen at run time, four rows per pass so each x vector is loaded once for four dot products,
 // rows split over the thread pool. INT8/INT4 weights (core/quant.h) take AVX-512 or AVX2 kernels
-// of their own. The reference (cpu::linear) is the oracle it is tested against
+// of their own; on CPUs with AVX-512 VNNI, INT4 rows are multiplied as bytes (gemv_vnni.cpp). The reference (cpu::linear) is the oracle it is tested against
 // (tests/unit/test_host_gemv.cpp).
 #pragma once
 
@@ -13,9 +13,10 @@
 
 namespace tt::host {
 
-enum class Isa { scalar, avx2, avx512 };
+// avx512vnni: the avx512 kernels, but INT4 rows on VNNI's byte products.
+enum class Isa { scalar, avx2, avx512, avx512vnni };
 const char* isa_name(Isa isa);
-// The widest kernel set this CPU runs (cpuid at the first call).
+// The widest kernel set this CPU runs (cpuid at the first call), or the one TT_HOST_ISA names.
 Isa best_isa();
 // Whether this CPU can run `isa`.
 bool isa_supported(Isa isa);

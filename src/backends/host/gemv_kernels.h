@@ -19,6 +19,10 @@ void qrows_avx2(const uint8_t* q, const float* scales, bool int4, int64_t group,
                 int64_t r0, int64_t r1, bool accumulate);
 void qrows_avx512(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
                   int64_t r0, int64_t r1, bool accumulate);
+// INT4 rows on AVX-512 VNNI (gemv_vnni.cpp): x in three signed 7-bit digits per column, the
+// codes multiplied by them as bytes.
+void qrows_int4_vnni(const uint8_t* q, const float* scales, int64_t group, int64_t cols, const float* x, float* y, int64_t r0,
+                     int64_t r1, bool accumulate);
 // y[c] += sum_j p[j] W[j, c] for c < cols, j < n_rows (rows `stride` elements apart).
 void weighted_sum_avx2(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);
 void weighted_sum_avx512(const void* w, DType dt, int64_t n_rows, int64_t cols, int64_t stride, const float* p, float* y);

@@ -196,12 +196,36 @@ void qrows_pass(const uint8_t* const (&p)[R], const float* const (&s)[R], bool i
 // 0.70 -> 0.67 ms; one pass ahead measured about the same, two slightly better on 14336 columns.
 constexpr int k_prefetch_passes = 2;
 
+// The rows [r0, r1) of a quantized matrix (row_bytes of values and row_scales scales a row), four
+// a pass, then one at a time: pass(p, s, ahead, out) is a kernel's R-row pass (R = 4, 1), which
+// prefetches `ahead` bytes past each row (passes_ahead passes); y[r - r0] (+)= its sums.
+template <typename Pass>
+void quant_row_passes(const uint8_t* q, const float* scales, uint64_t row_bytes, int64_t row_scales, int passes_ahead, float* y,
+                      int64_t r0, int64_t r1, bool accumulate, Pass&& pass) {
+    auto store = [&](int64_t r, float v) { y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v; };
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const uint8_t* p[4];
+        const float* s[4];
+        for (int i = 0; i < 4; ++i) p[i] = q + uint64_t(r + i) * row_bytes, s[i] = scales + (r + i) * row_scales;
+        float out[4];
+        pass(p, s, passes_ahead * 4 * int64_t(row_bytes), out);
+        for (int i = 0; i < 4; ++i) store(r + i, out[i]);
+    }
+    for (; r < r1; ++r) {
+        const uint8_t* p[1] = {q + uint64_t(r) * row_bytes};
+        const float* s[1] = {scales + r * row_scales};
+        float out[1];
+        pass(p, s, passes_ahead * int64_t(row_bytes), out);
+        store(r, out[0]);
+    }
+}
+
 template <typename V>
 void qrows(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y, int64_t r0,
            int64_t r1, bool accumulate) {
     const uint64_t row_bytes = int4 ? uint64_t(cols / 2) : uint64_t(cols);
     const int64_t row_scales = int4 ? cols / group : 1;
-    auto store = [&](int64_t r, float v) { y[r - r0] = (accumulate ? y[r - r0] : 0.0f) + v; };
     if constexpr (V::q4_split) {
         if (int4) {  // x in the kernel's order: each piece of q4_cols columns, its even ones first
             static thread_local std::vector<float> split;
@@ -215,22 +239,10 @@ void qrows(const uint8_t* q, const float* scales, bool int4, int64_t group, int6
             x = split.data();
         }
     }
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) {
-        const uint8_t* p[4];
-        const float* s[4];
-        for (int i = 0; i < 4; ++i) p[i] = q + uint64_t(r + i) * row_bytes, s[i] = scales + (r + i) * row_scales;
-        float out[4];
-        qrows_pass<V, 4>(p, s, int4, group, cols, x, k_prefetch_passes * 4 * int64_t(row_bytes), out);
-        for (int i = 0; i < 4; ++i) store(r + i, out[i]);
-    }
-    for (; r < r1; ++r) {
-        const uint8_t* p[1] = {q + uint64_t(r) * row_bytes};
-        const float* s[1] = {scales + r * row_scales};
-        float out[1];
-        qrows_pass<V, 1>(p, s, int4, group, cols, x, k_prefetch_passes * int64_t(row_bytes), out);
-        store(r, out[0]);
-    }
+    quant_row_passes(q, scales, row_bytes, row_scales, k_prefetch_passes, y, r0, r1, accumulate,
+                     [&]<int R>(const uint8_t* const (&p)[R], const float* const (&s)[R], int64_t ahead, float (&out)[R]) {
+                         qrows_pass<V, R>(p, s, int4, group, cols, x, ahead, out);
+                     });
 }
 
 template <typename V>

@@ -47,7 +47,8 @@ uint64_t sum_blocks_sse2(const uint8_t* p, size_t n_blocks) {
 // As wide as the GEMV's loads (best_isa()), so that the read bandwidth is its roofline.
 uint64_t sum_blocks(const uint8_t* p, size_t n_blocks) {
     switch (best_isa()) {
-    case Isa::avx512: return detail::sum_blocks_avx512(p, n_blocks);
+    case Isa::avx512:
+    case Isa::avx512vnni: return detail::sum_blocks_avx512(p, n_blocks);
     case Isa::avx2: return detail::sum_blocks_avx2(p, n_blocks);
     case Isa::scalar: break;
     }
