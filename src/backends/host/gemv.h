@@ -3,8 +3,8 @@
 // read bf16/f16/f32 weights once at the host's memory bandwidth: AVX-512 or AVX2+FMA+F16C kernels
 // chosen at run time, four rows per pass so each x vector is loaded once for four dot products,
 // rows split over the thread pool. INT8/INT4 weights (core/quant.h) take AVX-512 or AVX2 kernels
-// of their own; on CPUs with AVX-512 VNNI, INT4 rows are multiplied as bytes (gemv_vnni.cpp). The reference (cpu::linear) is the oracle it is tested against
-// (tests/unit/test_host_gemv.cpp).
+// of their own; on CPUs with AVX-512 VNNI, INT4 rows are multiplied as bytes (gemv_vnni.cpp).
+// The reference (cpu::linear) is the oracle it is tested against (tests/unit/test_host_gemv.cpp).
 #pragma once
 
 #include "core/dtype.h"

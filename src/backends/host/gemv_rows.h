@@ -1,6 +1,6 @@
 // The row loop of the host GEMV for one vector instruction set, included only by the per-ISA
-// files (gemv_avx2.cpp, gemv_avx512.cpp), each compiled with its own -m flags. V supplies the
-// vector type and its operations: width, zero(), load<D>(p) (W weights, or INT8 values, widened to f32), loadx(p),
+// files (gemv_avx2.cpp, gemv_avx512.cpp, gemv_vnni.cpp: its quant_row_passes), each compiled with
+// its own -m flags. V supplies the vector type and its operations: width, zero(), load<D>(p) (W weights, or INT8 values, widened to f32), loadx(p),
 // set1(f), store(p, v), fma(a, b, c) and hsum(v). Rows are `stride` elements apart: cols for a
 // weight matrix, kv_dim for one head's slice of a KV cache.
 //
