@@ -19,7 +19,7 @@ void qrows_avx2(const uint8_t* q, const float* scales, bool int4, int64_t group,
                 int64_t r0, int64_t r1, bool accumulate);
 void qrows_avx512(const uint8_t* q, const float* scales, bool int4, int64_t group, int64_t cols, const float* x, float* y,
                   int64_t r0, int64_t r1, bool accumulate);
-// INT4 rows on AVX-512 VNNI (gemv_vnni.cpp): x in three signed 7-bit digits per column, the
+// INT4 rows on AVX-512 VNNI (gemv_vnni.cpp): x in three signed base-128 digits per column, the
 // codes multiplied by them as bytes.
 void qrows_int4_vnni(const uint8_t* q, const float* scales, int64_t group, int64_t cols, const float* x, float* y, int64_t r0,
                      int64_t r1, bool accumulate);

@@ -6,12 +6,14 @@
 // bytes and adds them up in fours, and x becomes those bytes.
 //
 // x, once per call, per block of 128 columns (one 64-byte line of codes): X = round(x * 2^(20-E))
-// with max|x| < 2^E in the block, an integer below 2^20 in magnitude, written in three signed
-// 7-bit digits X = d0 * 2^14 + d1 * 2^7 + d2 (d1, d2 in [-64, 63], |d0| <= 64). A code's products
-// with the three digits are exact integers, and so are their sums (a lane's eight columns stay
-// below 2^27), so the only rounding besides the CUDA GEMV's is X's: 2^-21 of the block's largest
-// |x|, as the CUDA GEMV's two f16 halves hold x to 22 bits of the vector's largest (quant.cu).
-// q = code - 8 is taken care of by adding -8 * sum(X) over each lane's columns, also exact.
+// with max|x| < 2^E in the block, an integer of magnitude at most 2^20, written in three signed
+// base-128 digits X = d0 * 2^14 + d1 * 2^7 + d2 (d1, d2 in [-64, 63], |d0| <= 64: each a signed
+// byte). A code's products with the digits are exact integers, and so are a lane's sums over its
+// eight columns (below 2^28 with the correction below). The roundings are X's (2^-21 of the
+// block's largest |x|, as the CUDA GEMV's two f16 halves hold x to 22 bits of the vector's
+// largest, quant.cu), then, as in the f32 kernel, the lane sum's conversion to f32 and the f32
+// accumulation. q = code - 8 is taken care of by adding -8 * sum(X) over each lane's columns,
+// also exact.
 //
 // A lane of the 64-byte line holds bytes 4L..4L+3: columns 8L, 8L+2, 8L+4, 8L+6 in their low
 // nibbles and 8L+1, ... in their high ones, so the digits are stored the same way (even columns'
