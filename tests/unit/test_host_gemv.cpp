@@ -169,31 +169,30 @@ TEST(HostGemv, Int4OnVnniHoldsXOfEveryScale) {
             if (block == 4 && c % 7 == 0) x[size_t(c)] *= 1e-6f;  // tiny values beside large ones
         }
         std::vector<float> got(static_cast<size_t>(rows));
-        host::gemv(pool, w, x.data(), got.data(), false, host::Isa::avx512vnni);
-        for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> row(static_cast<size_t>(cols));
-            cpu::read_row(w, r, row.data());
-            double exact = 0, mag = 0;
-            for (int64_t c = 0; c < cols; ++c) {
-                exact += double(row[size_t(c)]) * x[size_t(c)];
-                mag += std::fabs(double(row[size_t(c)]) * x[size_t(c)]);
+        // got = W xv on the VNNI kernel, within the f32 kernels' bound of the float64 sum.
+        auto check = [&](const std::vector<float>& xv, const char* what) {
+            host::gemv(pool, w, xv.data(), got.data(), false, host::Isa::avx512vnni);
+            for (int64_t r = 0; r < rows; ++r) {
+                std::vector<float> row(static_cast<size_t>(cols));
+                cpu::read_row(w, r, row.data());
+                double exact = 0, mag = 0;
+                for (int64_t c = 0; c < cols; ++c) {
+                    exact += double(row[size_t(c)]) * xv[size_t(c)];
+                    mag += std::fabs(double(row[size_t(c)]) * xv[size_t(c)]);
+                }
+                ASSERT_NEAR(got[size_t(r)], exact, 4e-6 * mag) << "row " << r << " (" << what << ")";
             }
-            // (Block 2's products, ~1e-18, are below this bound's resolution; check them apart.)
-            ASSERT_NEAR(got[size_t(r)], exact, 4e-6 * mag) << "row " << r;
-        }
+        };
+        check(x, "x");
+        // (Block 2's products, ~1e-18, are below that bound's resolution beside the others: apart.)
         std::vector<float> small(x.size(), 0.0f);
         for (int64_t c = 256; c < 384; ++c) small[size_t(c)] = x[size_t(c)];  // block 2 alone
-        host::gemv(pool, w, small.data(), got.data(), false, host::Isa::avx512vnni);
-        for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> row(static_cast<size_t>(cols));
-            cpu::read_row(w, r, row.data());
-            double exact = 0, mag = 0;
-            for (int64_t c = 256; c < 384; ++c) {
-                exact += double(row[size_t(c)]) * small[size_t(c)];
-                mag += std::fabs(double(row[size_t(c)]) * small[size_t(c)]);
-            }
-            ASSERT_NEAR(got[size_t(r)], exact, 4e-6 * mag) << "row " << r << " (block 2 alone)";
-        }
+        check(small, "block 2 alone");
+        // A new x in the same buffer (as a layer's scratch holds each token's) is prepared anew, and
+        // the same x again reuses what was prepared: the result is the float64 sum's either way.
+        for (int64_t c = 0; c < cols; c += 3) small[size_t(c)] = -0.5f * x[size_t(c)] + 1.0f;
+        check(small, "small, changed in place");
+        check(small, "the same x again");
         for (float bad : {INFINITY, -INFINITY, NAN}) {
             std::vector<float> xb = x, want(static_cast<size_t>(rows));
             xb[500] = bad;
