@@ -164,11 +164,6 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
         why = "--kv-cache int8 runs on the CPU and host backends only so far";
         bo.device = "cpu";
     }
-    if (asked.empty() && bo.device != "cpu")
-        if (std::string r = quant_unsupported_reason(bo.device, *archive, bo.profile); !r.empty()) {
-            why = std::move(r);
-            bo.device = "cpu";
-        }
     if (asked.empty())
         log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);

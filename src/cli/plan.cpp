@@ -86,7 +86,6 @@ int run(const Opts& o) {
     bo.n_threads = o.model.threads;  // the CPU's GEMV rate for layers on the CPU depends on it
     bo.profile = parse_profile(o.model.profile);
     // Quantized weights: stored, or quantized at load (apply_profile_quant counts those bytes).
-    if (const std::string why = quant_unsupported_reason("cuda", a, bo.profile); !why.empty()) fail("plan: {}: {}", path, why);
     if (parse_kv_cache_type(o.model.kv_cache) == KvCacheType::int8)
         fail("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet, so there is no GPU plan for one (docs/QUANTIZATION.md)");
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");

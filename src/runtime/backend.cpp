@@ -84,28 +84,12 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
     return d;
 }
 
-std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile) {
-    // The CPU reference and the host decode path run every quantized model (an unknown device is
-    // make_backend's error); the CUDA backend runs quantized attention, dense MLPs, DeltaNet
-    // projections and heads, not yet quantized experts (its MoE kernels read float expert blocks).
-    if (device.rfind("cuda", 0) != 0) return {};
-    const QuantScheme asked = profile_weight_scheme(profile), stored = archive_quant_scheme(archive);
-    if (asked == QuantScheme::none && stored == QuantScheme::none) return {};
-    if (!spec_from_json(archive.metadata()["spec"]).has_moe()) return {};
-    if (asked != QuantScheme::none)
-        return fmt::format("the CUDA backend does not run {} experts yet (--profile {})", quant_scheme_label(asked),
-                           profile_name(profile));
-    return fmt::format("the CUDA backend does not run {} experts yet ({} stores them)", quant_scheme_label(stored), archive.path());
-}
-
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
     // note: CUDA stores its cache in float until its attention kernels read INT8 rows.
     if (opt.kv_cache == KvCacheType::int8 && opt.device.rfind("cuda", 0) == 0)
         fail("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet (docs/QUANTIZATION.md); use --device cpu or host, or "
              "--kv-cache auto");
-    if (const std::string why = quant_unsupported_reason(opt.device, archive, opt.profile); !why.empty())
-        fail("--device {}: {}; use --device cpu", opt.device, why);
     if (opt.device == "host")
         if (const std::string why = host_unsupported_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
             fail("--device host: {}: {}; use --device {}", archive.path(), why,

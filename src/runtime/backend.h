@@ -132,9 +132,6 @@ std::string default_device(const ModelSpec& spec, std::string* why);
 // "" when it can.
 std::string cuda_unsupported_reason(const ModelSpec& spec);
 std::string host_unsupported_reason(const ModelSpec& spec);
-// Why `device` ("cpu", "host", "cuda", "cuda:N") cannot run the archive's quantized weights or the
-// quantized profile in this build (CUDA: not quantized experts yet), or "" when it can.
-std::string quant_unsupported_reason(const std::string& device, const Archive& archive, Profile profile);
 
 }  // namespace tt
 

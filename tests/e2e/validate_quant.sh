@@ -101,12 +101,11 @@ resident() { python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['plan']
 "$THINTENSOR" -q plan "$tmp/ts.thin" --device-memory 8GiB --profile max-max-perf --json >"$tmp/plan.q.json"
 read -r fb fs <<<"$(resident "$tmp/plan.f.json")"; read -r qb qs <<<"$(resident "$tmp/plan.q.json")"
 [ "$qb" -lt "$fb" ] && [ "$qs" = True ] && [ "$fs" = False ] && pass=$((pass+1)) || { echo "FAILED: plan --profile max-max-perf: resident $qb vs $fb bytes, scratch $qs"; failed=$((failed+1)); }
-# The CUDA backend runs quantized dense models but not yet quantized experts: refused before any GPU is sought.
-"$THINTENSOR" -q convert "$S/fixtures/hf-tiny/qwen3_moe" -o "$tmp/moe.q4.thin" --quant int4 2>/dev/null
-refuses "cuda, INT4 experts" "--device cuda: the CUDA backend does not run INT4 experts yet" \
-  "$THINTENSOR" -q validate "$tmp/moe.q4.thin" --reference "$S/fixtures/hf-tiny/qwen3_moe/reference.safetensors" --device cuda
-refuses "plan, INT8 experts" "the CUDA backend does not run INT8 experts yet \(--profile max-performance\)" \
-  "$THINTENSOR" -q plan "$tmp/qwen3_moe.thin" --device-memory 8GiB --profile max-performance
+# Quantized experts: the GPU plan of a MoE model counts them quantized (tests/gpu/quant.sh runs them).
+"$THINTENSOR" -q plan "$tmp/qwen3_moe.thin" --device-memory 8GiB --json >"$tmp/plan.moe.f.json"
+"$THINTENSOR" -q plan "$tmp/qwen3_moe.thin" --device-memory 8GiB --profile max-performance --json >"$tmp/plan.moe.q.json"
+read -r fb fs <<<"$(resident "$tmp/plan.moe.f.json")"; read -r qb qs <<<"$(resident "$tmp/plan.moe.q.json")"
+[ "$qb" -lt "$fb" ] && [ "$qs" = True ] && pass=$((pass+1)) || { echo "FAILED: plan of qwen3_moe --profile max-performance: resident $qb vs $fb bytes"; failed=$((failed+1)); }
 check "inspect --json int8" "$THINTENSOR" inspect "$tmp/ts.q8.thin" --json
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['quant']['scheme'] == 'int8' and j['format_version'] == 2 and 'max-max-perf' in j['profiles'], j['quant']" "$tmp/out" \
   && pass=$((pass+1)) || { echo "FAILED: inspect --json shows no INT8 scheme"; failed=$((failed+1)); }

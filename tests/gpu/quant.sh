@@ -1,6 +1,7 @@
 # Sourced by tests/gpu/run.sh (its check(), $TT, $S, $work, $OUT): the quantized profiles on CUDA
 # against the CPU reference (issue #19). run.sh left f32 archives of the fixtures and TinyStories
-# in $work. For each profile, on TinyStories-656K and the dense fixtures:
+# in $work. For each profile, on TinyStories-656K and every fixture (the MoE ones' experts
+# quantized too, and qwen3_moe's also streamed through the expert cache):
 # - validate on CUDA passes the profile's bounds (validate_quant.sh's, the CPU's);
 # - CUDA's report equals the CPU's to within the summation order: min cosine within 1e-4, mean
 #   KL within 2% (both sides read the same INT8/INT4 values and scales; only the order of the f32
@@ -23,7 +24,7 @@ PY
 min_vram_q() { $TT -q plan "$1" --profile "$2" --context "$3" --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])'; }
 n_streamed_q() { $TT -q plan "$1" --profile "$2" --context "$3" --cpu-layers 0 --vram-budget "$4" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print(p["n_layers"]-p["n_resident_layers"])'; }
 for p in max-performance max-max-perf; do
-  for m in ts llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_5_text gemma4_text; do
+  for m in ts llama mistral qwen2 qwen3 phi3 gemma3_text qwen3_moe mixtral qwen3_5_text qwen3_5_moe_text gemma4_text; do
     if [ $m = ts ]; then arc=$work/ts.thin; ref=$S/models/tinystories-656k/reference.safetensors
     else arc=$work/$m.f32.thin; ref=$S/fixtures/hf-tiny/$m/reference.safetensors; fi
     b=()  # validate_quant.sh's bounds for the Gemma fixtures
@@ -32,6 +33,11 @@ for p in max-performance max-max-perf; do
     $TT -q validate "$arc" --reference "$ref" --device cpu --profile $p "${b[@]}" --report "$work/q.cpu.json" >/dev/null 2>&1
     check "$m $p (cuda) passes its bounds" $TT -q validate "$arc" --reference "$ref" --device cuda --profile $p "${b[@]}" --report "$work/q.cuda.json"
     check "$m $p: cuda's report is the cpu's" cmp_reports "$work/q.cpu.json" "$work/q.cuda.json"
+    if [ $m = qwen3_moe ]; then
+      check "$m $p (cuda, --expert-slots 4) passes its bounds" $TT -q validate "$arc" --reference "$ref" --device cuda --profile $p \
+        --expert-slots 4 --report "$work/q.slots.json"
+      check "$m $p: experts in 4 cache slots give the resident report" cmp_reports "$work/q.cuda.json" "$work/q.slots.json"
+    fi
     cat "$work/log" >>"$OUT/quant.log"
   done
   q=int8; [ $p = max-max-perf ] && q=int4

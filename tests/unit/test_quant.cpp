@@ -341,20 +341,6 @@ TEST(Quant, ProfileTheArchiveCannotProvideIsAnError) {
                   std::string::npos)
             << e.what();
     }
-    // The CUDA backend runs quantized dense models, not yet quantized experts; the host decode path
-    // and the CPU reference run both.
-    EXPECT_EQ(quant_unsupported_reason("cuda", a, Profile::balanced), "");
-    EXPECT_EQ(quant_unsupported_reason("cuda", a, Profile::max_performance), "");
-    ConvertOptions mo;
-    mo.quant = QuantScheme::int4;
-    convert_hf((shared_dir() / "fixtures/hf-tiny/qwen3_moe").string(), (tmp / "moe.thin").string(), mo);
-    EXPECT_NE(quant_unsupported_reason("cuda", Archive::open((tmp / "moe.thin").string()), Profile::balanced)
-                  .find("the CUDA backend does not run INT4 experts yet"),
-              std::string::npos);
-    const Archive f = Archive::open((tmp / "q8.thin").string());
-    EXPECT_EQ(quant_unsupported_reason("host", f, Profile::max_performance), "");
-    EXPECT_EQ(quant_unsupported_reason("host", Archive::open((tmp / "moe.thin").string()), Profile::balanced), "");
-    EXPECT_EQ(quant_unsupported_reason("cpu", f, Profile::max_performance), "");
 }
 
 TEST(Quant, ProfilesAndTheirBounds) {

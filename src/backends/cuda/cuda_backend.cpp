@@ -130,15 +130,16 @@ struct DevLayer {
     DeviceBuffer k_cache, v_cache;
     bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
     bool gate_up_adjacent = false;  // likewise w_gate, w_up
-    // Mixture-of-experts layers: the router, and each expert's block base (gate at the base, up and
-    // down at the offsets every expert shares: CudaBackend::expert_up_off_, expert_down_off_). With
-    // the expert cache the bases are the device pointers of the experts' registered host copies.
+    // Mixture-of-experts layers: the router, and each expert's block base (gate at the base, up,
+    // down and any scales at the offsets every expert shares: CudaBackend::expert_). With the
+    // expert cache the bases are the device pointers of the experts' registered host copies.
     const void* router = nullptr;
     std::vector<const void*> experts;
     DeviceBuffer expert_table;      // resident experts: the bases on the device, for the decode routing kernel
     // A shared expert (Qwen2-MoE / Qwen3.5-MoE), every token's: a gated MLP in the layer's block
     // (resident or streamed with it), and its sigmoid gate's [1, hidden] row (null: no gate).
-    const void *shexp_gate = nullptr, *shexp_up = nullptr, *shexp_down = nullptr, *shexp_gate_inp = nullptr;
+    DevWeight shexp_gate, shexp_up, shexp_down;
+    const void* shexp_gate_inp = nullptr;
     bool shexp_gate_up_adjacent = false;  // shexp_gate, shexp_up back to back: one prefill GEMM for both
     // Gated DeltaNet layers (Qwen3.5): the weights, and the recurrent state that stands in for a
     // KV cache (S [Hv, dk, dv] and the conv's last inputs, f32, resident).
@@ -388,9 +389,21 @@ private:
     DeviceBuffer &patt_ = pbuf(PrefillBuf::att), &ptmp_ = pbuf(PrefillBuf::proj), &pgu_ = pbuf(PrefillBuf::gate_up);
     DeviceBuffer &pact_ = pbuf(PrefillBuf::act), &pids_ = pbuf(PrefillBuf::ids), &plogits_ = pbuf(PrefillBuf::logits);
     std::vector<float> host_logits_;
-    // MoE: byte offsets of up and down in every expert block, and whether gate and up form one
-    // [2 expert_ffn, hidden] matrix (up right after gate).
-    size_t expert_up_off_ = 0, expert_down_off_ = 0;
+    // MoE: byte offsets of up and down (and, quantized, of the three matrices' scales) in every
+    // expert block, and whether gate and up form one [2 expert_ffn, hidden] matrix (up right after
+    // gate).
+    struct ExpertLayout {
+        size_t up = 0, down = 0, gate_scales = 0, up_scales = 0, down_scales = 0;
+        QuantScheme quant = QuantScheme::none;
+        int group = 0;
+        bool operator==(const ExpertLayout&) const = default;
+        // An expert matrix of the block at base: at offset w, its scales at offset s.
+        DevWeight at(const uint8_t* base, size_t w, size_t s) const {
+            if (quant == QuantScheme::none) return DevWeight{base + w};
+            return DevWeight{base + w, reinterpret_cast<const float*>(base + s), quant, group};
+        }
+    };
+    ExpertLayout expert_;
     bool expert_gate_up_adjacent_ = false;
     std::vector<int32_t> host_moe_ids_;    // prefill: the routing read back to group tokens by expert
     int32_t* host_moe_rows_ = nullptr;     // pinned: moe_rows then moe_tokens, uploaded per layer
@@ -436,13 +449,6 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
         if (t.view.dtype != wdt_ && t.view.quant == QuantScheme::none && !scales.count(t.view.data))
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
-    for (const LayerWeights& L : w.layers) {
-        bool q = L.shexp_gate && L.shexp_gate->quant != QuantScheme::none;
-        for (const ExpertWeights& e : L.experts) q = q || e.gate->quant != QuantScheme::none;
-        if (q)
-            fail("{}: the CUDA backend does not run quantized experts yet (docs/QUANTIZATION.md); use --device cpu or an "
-                 "archive converted without --quant", a.path());
-    }
     kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
@@ -631,7 +637,7 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         if (wdt_ == DType::f16) ple_table_scale_ = f16_to_f32(f32_to_f16(ple_table_scale_));
     }
     layers_.resize(w.layers.size());
-    bool have_offsets = false;  // expert_up_off_ / expert_down_off_, from the first expert seen
+    bool have_offsets = false;  // expert_, from the first expert seen
     for (size_t i = 0; i < w.layers.size(); ++i) {
         const LayerWeights& L = w.layers[i];
         DevLayer& D = layers_[i];
@@ -657,22 +663,25 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
         }
         if (!spec_.is_moe(int(i))) continue;  // (mlp_only_layers: dense layers among the sparse ones)
         D.router = d(L.router);
-        D.shexp_gate = d(L.shexp_gate); D.shexp_up = d(L.shexp_up); D.shexp_down = d(L.shexp_down);
+        D.shexp_gate = dw(L.shexp_gate); D.shexp_up = dw(L.shexp_up); D.shexp_down = dw(L.shexp_down);
         D.shexp_gate_inp = d(L.shexp_gate_inp);
-        D.shexp_gate_up_adjacent = L.shexp_gate && follows(D.shexp_gate, L.shexp_gate, D.shexp_up);
+        D.shexp_gate_up_adjacent = L.shexp_gate && !D.shexp_gate.quantized() && follows(D.shexp_gate.w, L.shexp_gate, D.shexp_up.w);
         for (const ExpertWeights& e : L.experts) {
             const uint8_t* base = static_cast<const uint8_t*>(d(e.gate));
-            const size_t up = size_t(static_cast<const uint8_t*>(d(e.up)) - base);
-            const size_t down = size_t(static_cast<const uint8_t*>(d(e.down)) - base);
-            // The expert kernels address up and down from the gate by one offset for all experts.
+            auto off = [&](const void* p) { return p ? size_t(static_cast<const uint8_t*>(p) - base) : size_t(0); };
+            const DevWeight g = dw(e.gate), u = dw(e.up), dn = dw(e.down);
+            if (u.quant != g.quant || dn.quant != g.quant || u.group != g.group || dn.group != g.group)
+                fail("{}: the experts' gate, up and down of layer {} are stored in different schemes; re-convert the model", a.path(), i);
+            // The expert kernels address up, down and the scales from the gate by one offset each
+            // for all experts.
+            ExpertLayout l{off(u.w), off(dn.w), off(g.scales), off(u.scales), off(dn.scales), g.quant, g.group};
             if (!have_offsets) {
                 have_offsets = true;
-                expert_up_off_ = up;
-                expert_down_off_ = down;
-                expert_gate_up_adjacent_ = up == e.gate->nbytes;
-            } else if (up != expert_up_off_ || down != expert_down_off_) {
+                expert_ = l;
+                expert_gate_up_adjacent_ = !g.quantized() && l.up == e.gate->nbytes;
+            } else if (!(l == expert_)) {
                 fail("{}: expert blocks are laid out differently ({} is at +{} and +{} from its gate, expected +{} and +{}); "
-                     "re-convert the model", a.path(), e.up->name, up, down, expert_up_off_, expert_down_off_);
+                     "re-convert the model", a.path(), e.up->name, l.up, l.down, expert_.up, expert_.down);
             }
             D.experts.push_back(base);
         }
@@ -895,11 +904,13 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     // until the combine below scales it by its gate (x must stay unchanged until then: every
     // GEMV of this layer normalizes it again).
     if (L.shexp_gate) {
-        gemv_gated(L.shexp_gate, L.shexp_up, nullptr, nullptr, wdt_, m.shared_ffn_dim, s.hidden_dim, x, L.ffn_norm,
-                   s.norm_weight_offset, s.norm_eps, act, dbuf(DecodeBuf::shexp_act).as<float>(), stream_);
+        gemv_gated(L.shexp_gate.w, L.shexp_up.w, nullptr, nullptr, wdt_, m.shared_ffn_dim, s.hidden_dim, x, L.ffn_norm,
+                   s.norm_weight_offset, s.norm_eps, act, dbuf(DecodeBuf::shexp_act).as<float>(), stream_, L.shexp_gate.quant,
+                   L.shexp_gate.scales, L.shexp_up.scales, L.shexp_gate.group);
         GemvArgs d{};
-        d.seg[0] = {L.shexp_down, nullptr, dbuf(DecodeBuf::shexp_out).as<float>(), s.hidden_dim};
+        d.seg[0] = {L.shexp_down.w, nullptr, dbuf(DecodeBuf::shexp_out).as<float>(), s.hidden_dim, L.shexp_down.scales};
         d.n_seg = 1; d.cols = m.shared_ffn_dim; d.wdt = wdt_; d.x = dbuf(DecodeBuf::shexp_act).as<float>();
+        set_quant(d, L.shexp_down);
         gemv(d, stream_);
     }
     // softmax, top-k, renormalisation, and the chosen experts' addresses, all on the device
@@ -910,7 +921,9 @@ void CudaBackend::moe_decode(int il, const DevLayer& L) {
     // Larger than VRAM: the chosen experts' slots, misses fetched over PCIe, still on the device.
     if (cache_) cache_->lookup(il, dbuf(DecodeBuf::moe_ids).as<int32_t>(), m.top_k, ptrs, stream_);
     MoeGemvArgs g{};
-    g.experts = ptrs; g.up_offset = expert_up_off_; g.down_offset = expert_down_off_;
+    g.experts = ptrs; g.up_offset = expert_.up; g.down_offset = expert_.down;
+    g.quant = expert_.quant; g.group_size = expert_.group;
+    g.gate_scales = expert_.gate_scales; g.up_scales = expert_.up_scales; g.down_scales = expert_.down_scales;
     g.wdt = wdt_; g.top_k = m.top_k; g.ffn = m.expert_ffn_dim; g.hidden = s.hidden_dim;
     g.x = x; g.norm_w = L.ffn_norm; g.norm_offset = s.norm_weight_offset; g.norm_eps = s.norm_eps;
     g.act = act;
@@ -974,14 +987,15 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
     float* shared_logit = L.shexp_gate_inp ? pbuf(PrefillBuf::shexp_logit).as<float>() : nullptr;
     if (L.shexp_gate) {
         const int SF = m.shared_ffn_dim;
-        gated_mlp_prefill(DevWeight{L.shexp_gate}, DevWeight{L.shexp_up}, L.shexp_gate_up_adjacent, nullptr, nullptr, SF, n);
-        gemm(L.shexp_down, H, SF, pact_.ptr, n, shared, DType::f32, H);
+        gated_mlp_prefill(L.shexp_gate, L.shexp_up, L.shexp_gate_up_adjacent, nullptr, nullptr, SF, n);
+        gemm(L.shexp_down, H, SF, pact_.ptr, n, shared, DType::f32, H);  // (the DevWeight gemm: quantized or not)
         if (shared_logit) gemm(L.shexp_gate_inp, 1, H, ph_.ptr, n, shared_logit, DType::f32, 1);
     }
     // Per expert with tokens: [gate; up] x, the gated activation, then down.
     uint8_t* gu = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_gate_up).ptr);
     uint8_t* actb = static_cast<uint8_t*>(pbuf(PrefillBuf::moe_act).ptr);
     float* y = pbuf(PrefillBuf::moe_y).as<float>();
+    // (Quantized experts: each matrix's rows dequantized into dequant_ by the DevWeight gemm.)
     auto gate_up = [&](const uint8_t* base, int e) {
         const size_t r0 = size_t(first[size_t(e)]);
         const void* xe = xg + r0 * size_t(H) * we;
@@ -989,13 +1003,15 @@ void CudaBackend::moe_prefill(int il, const DevLayer& L, int n) {
         if (expert_gate_up_adjacent_) {
             gemm(base, 2 * EF, H, xe, count[size_t(e)], out, wdt_, 2 * EF);
         } else {
-            gemm(base, EF, H, xe, count[size_t(e)], out, wdt_, 2 * EF);
-            gemm(base + expert_up_off_, EF, H, xe, count[size_t(e)], static_cast<uint8_t*>(out) + size_t(EF) * we, wdt_, 2 * EF);
+            gemm(expert_.at(base, 0, expert_.gate_scales), EF, H, xe, count[size_t(e)], out, wdt_, 2 * EF);
+            gemm(expert_.at(base, expert_.up, expert_.up_scales), EF, H, xe, count[size_t(e)],
+                 static_cast<uint8_t*>(out) + size_t(EF) * we, wdt_, 2 * EF);
         }
     };
     auto down = [&](const uint8_t* base, int e) {
         const size_t r0 = size_t(first[size_t(e)]);
-        gemm(base + expert_down_off_, H, EF, actb + r0 * size_t(EF) * we, count[size_t(e)], y + r0 * size_t(H), DType::f32, H);
+        gemm(expert_.at(base, expert_.down, expert_.down_scales), H, EF, actb + r0 * size_t(EF) * we, count[size_t(e)],
+             y + r0 * size_t(H), DType::f32, H);
     };
     if (cache_) {
         // Larger than VRAM: each expert used streams into a cache slot (the copy engine, ordered by

@@ -870,10 +870,23 @@ struct MoeShape {
 // reference of the stage before, so an error points at one kernel. note: only the selected
 // experts' blocks hold weights; the rest stay poisoned (NaN), so reading a wrong expert shows as
 // a non-finite output. Two selections on the same buffers, as two replays of one graph see.
-std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, double tol) {
+// Quantized (q): each matrix's values then its f32 scales, 16-byte aligned, as the archive lays
+// out an expert block; the reference is cpu::linear on the same quantized views.
+std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, double tol, QuantScheme q = QuantScheme::none,
+                                   int group = 0) {
     const int k = c.top_k, E = c.n_experts;
     const size_t es = dtype_size(dt), mat = size_t(c.ffn) * c.hidden;
-    const size_t up_off = mat * es, down_off = 2 * mat * es, block = (3 * mat * es + 4095) / 4096 * 4096;
+    // Offsets of gate, up, down and (quantized) their scales in a block.
+    auto a16 = [](size_t n) { return (n + 15) / 16 * 16; };
+    const size_t gate_q = q == QuantScheme::none ? mat * es : size_t(c.ffn) * quant_row_bytes(q, c.hidden);
+    const size_t down_q = q == QuantScheme::none ? mat * es : size_t(c.hidden) * quant_row_bytes(q, c.ffn);
+    const size_t gate_s = size_t(c.ffn) * quant_row_scales(q == QuantScheme::none ? QuantScheme::int8 : q, c.hidden, group) * 4;
+    const size_t down_s = size_t(c.hidden) * quant_row_scales(q == QuantScheme::none ? QuantScheme::int8 : q, c.ffn, group) * 4;
+    const bool quant = q != QuantScheme::none;
+    const size_t gate_s_off = a16(gate_q), up_off = quant ? a16(gate_s_off + gate_s) : gate_q;
+    const size_t up_s_off = up_off + a16(gate_q), down_off = quant ? a16(up_s_off + gate_s) : 2 * gate_q;
+    const size_t down_s_off = down_off + a16(down_q);
+    const size_t block = ((quant ? down_s_off + down_s : down_off + down_q) + 4095) / 4096 * 4096;
     Dev blocks(block * size_t(E));
     std::vector<const void*> table(static_cast<size_t>(E));
     for (int i = 0; i < E; ++i) table[size_t(i)] = static_cast<const uint8_t*>(blocks.p) + size_t(i) * block;
@@ -887,6 +900,11 @@ std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, doub
     a.experts = static_cast<const void* const*>(dptrs.p);
     a.up_offset = up_off;
     a.down_offset = down_off;
+    a.quant = q;
+    a.group_size = group;
+    a.gate_scales = gate_s_off;
+    a.up_scales = up_s_off;
+    a.down_scales = down_s_off;
     a.wdt = dt;
     a.top_k = k;
     a.ffn = c.ffn;
@@ -906,16 +924,32 @@ std::vector<Measured> moe_ffn_case(CaseEnv& e, DType dt, const MoeShape& c, doub
         cpu::moe_route(logits.data(), E, k, c.norm_topk, ids.data(), w.data());
         Floats ref_act(size_t(k) * c.ffn), ref_part(size_t(k) * c.hidden), g(size_t(c.ffn)), u(size_t(c.ffn));
         for (int j = 0; j < k; ++j) {
+            uint8_t* base = static_cast<uint8_t*>(blocks.p) + size_t(ids[size_t(j)]) * block;
+            auto put = [&](size_t off, const void* p, size_t n) { TT_CUDA_CHECK(cudaMemcpy(base + off, p, n, cudaMemcpyHostToDevice)); };
+            float* act = &ref_act[size_t(j) * c.ffn];
+            if (quant) {
+                const auto gm = random_quant(e.rng, q, group, c.ffn, c.hidden, e.pool);
+                const auto um = random_quant(e.rng, q, group, c.ffn, c.hidden, e.pool);
+                const auto dm = random_quant(e.rng, q, group, c.hidden, c.ffn, e.pool);
+                for (auto [m, off, soff] : {std::tuple{gm.get(), size_t(0), gate_s_off}, {um.get(), up_off, up_s_off},
+                                            {dm.get(), down_off, down_s_off}}) {
+                    put(off, m->m.q.data(), m->m.q.size());
+                    put(soff, m->m.scales.data(), m->m.scales.size() * 4);
+                }
+                cpu::linear(e.pool, xn.data(), 1, gm->view, nullptr, g.data());
+                cpu::linear(e.pool, xn.data(), 1, um->view, nullptr, u.data());
+                for (int i = 0; i < c.ffn; ++i) act[i] = act_ref(c.act, g[size_t(i)]) * u[size_t(i)];
+                cpu::linear(e.pool, act, 1, dm->view, nullptr, &ref_part[size_t(j) * c.hidden]);
+                continue;
+            }
             auto gw = randn(e.rng, mat, 0.05f), uw = randn(e.rng, mat, 0.05f), downw = randn(e.rng, mat, 0.05f);
             const auto gb = store(gw, dt), ub = store(uw, dt), db = store(downw, dt);
-            uint8_t* base = static_cast<uint8_t*>(blocks.p) + size_t(ids[size_t(j)]) * block;
-            TT_CUDA_CHECK(cudaMemcpy(base, gb.data(), gb.size(), cudaMemcpyHostToDevice));
-            TT_CUDA_CHECK(cudaMemcpy(base + up_off, ub.data(), ub.size(), cudaMemcpyHostToDevice));
-            TT_CUDA_CHECK(cudaMemcpy(base + down_off, db.data(), db.size(), cudaMemcpyHostToDevice));
+            put(0, gb.data(), gb.size());
+            put(up_off, ub.data(), ub.size());
+            put(down_off, db.data(), db.size());
             // act_out[j] = act(G_j xn) * (U_j xn); partial[j] = D_j act_out[j]
             cpu::linear(e.pool, xn.data(), 1, view(gb, dt, {c.ffn, c.hidden}), nullptr, g.data());
             cpu::linear(e.pool, xn.data(), 1, view(ub, dt, {c.ffn, c.hidden}), nullptr, u.data());
-            float* act = &ref_act[size_t(j) * c.ffn];
             for (int i = 0; i < c.ffn; ++i) act[i] = act_ref(c.act, g[size_t(i)]) * u[size_t(i)];
             cpu::linear(e.pool, act, 1, view(db, dt, {c.hidden, c.ffn}), nullptr, &ref_part[size_t(j) * c.hidden]);
         }
@@ -1544,6 +1578,27 @@ std::vector<KernelCase> build_table() {
     for (DType dt : {f32, f16, bf16})
         for (const MoeShape& c : moe_sweep) add_moe(dt, c, false, 1e-4);
     add_moe(bf16, {2048, 768, 128, 8, true, GateAct::silu}, false, 1e-4);  // Qwen3-30B-A3B
+    // Quantized experts (quant.cu's tensor-core GEMV through the routed bases): the fixtures'
+    // shapes, groups of 32/64/128, gelu, rows ending inside a step (48 INT8 weights), several
+    // blocks sharing one expert's down rows, and Qwen3-30B-A3B.
+    auto add_moe_quant = [&](DType dt, const MoeShape& c, QuantScheme q, int group, bool quick) {
+        add(fmt::format("moe_ffn {}", quant_scheme_name(q)), dt,
+            fmt::format("hidden {} ffn {}, top {} of {} experts{}, {}{}: route, gated, down, combine", c.hidden, c.ffn, c.top_k,
+                        c.n_experts, c.norm_topk ? " renormalised" : "", act_name(c.act),
+                        q == QuantScheme::int4 ? fmt::format(", groups of {}", group) : ""),
+            quick, [=](CaseEnv& e) { return moe_ffn_case(e, dt, c, 2e-5, q, group); });
+    };
+    for (DType dt : {f32, bf16}) {
+        add_moe_quant(dt, {64, 32, 8, 2, true, GateAct::silu}, QuantScheme::int8, 0, dt == bf16);
+        add_moe_quant(dt, {64, 32, 8, 2, true, GateAct::silu}, QuantScheme::int4, 32, dt == bf16);
+        add_moe_quant(dt, {64, 96, 4, 2, true, GateAct::gelu_tanh}, QuantScheme::int4, 32, false);
+        add_moe_quant(dt, {256, 48, 6, 3, false, GateAct::silu}, QuantScheme::int8, 0, false);
+        add_moe_quant(dt, {4096, 64, 4, 2, false, GateAct::silu}, QuantScheme::int8, 0, false);
+        add_moe_quant(dt, {1024, 2816, 8, 2, true, GateAct::silu}, QuantScheme::int4, 128, false);
+        add_moe_quant(dt, {512, 256, 16, 4, true, GateAct::silu}, QuantScheme::int4, 64, false);
+    }
+    add_moe_quant(bf16, {2048, 768, 128, 8, true, GateAct::silu}, QuantScheme::int8, 0, false);
+    add_moe_quant(bf16, {2048, 768, 128, 8, true, GateAct::silu}, QuantScheme::int4, 32, false);
 
     auto add_combine = [&](const CombineShape& c, bool quick) {
         add("moe_combine", f32,

@@ -242,6 +242,11 @@ void moe_route(const float* logits, int n, int n_experts, int top_k, bool norm_t
 struct MoeGemvArgs {
     const void* const* experts;   // [top_k] device array: each selected expert's block base
     size_t up_offset, down_offset;
+    // Quantized experts (none: float rows of wdt): the f32 scales of gate, up and down, at these
+    // byte offsets from the block base as the weights are (docs/QUANTIZATION.md).
+    QuantScheme quant = QuantScheme::none;
+    int group_size = 0;  // INT4
+    size_t gate_scales = 0, up_scales = 0, down_scales = 0;
     DType wdt;
     int top_k, ffn, hidden;
     const float* x;               // [hidden] residual stream (f32)
@@ -255,6 +260,9 @@ struct MoeGemvArgs {
 void moe_gemv_gated(const MoeGemvArgs& a, cudaStream_t s);
 // partial[j, :] = D_j act_out[j, :] for j < top_k.
 void moe_gemv_down(const MoeGemvArgs& a, cudaStream_t s);
+// The same two on quantized expert blocks (quant.cu; moe_gemv_gated/down call them).
+void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s);
+void moe_gemv_down_quant(const MoeGemvArgs& a, cudaStream_t s);
 // x[t, :] += sum_j weights[t*top_k + j] * y[row(t, j), :] + g_t * shared[t, :] for t < n, j in
 // order 0..top_k-1 and the shared expert's term last (a fixed order: deterministic, no atomics);
 // row(t, j) = rows[t*top_k + j], or t*top_k + j when rows is null. y is f32 [*, hidden].

@@ -4,7 +4,7 @@
 // prefill. The expert GEMVs are the persistent GEMV of gemv.cuh over a "virtual" matrix that
 // stacks the top_k selected experts: its rows are read through base pointers the router wrote to
 // device memory, so one CUDA graph serves every selection (the pointers change, the launch does
-// not). Every kernel calls pdl_wait() before it reads what an earlier kernel wrote (launch.h).
+// not); quantized expert blocks take quant.cu's tensor-core GEMV the same way. Every kernel calls pdl_wait() before it reads what an earlier kernel wrote (launch.h).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/gemv.cuh"
 #include "backends/cuda/kernels/kernels.h"
@@ -224,6 +224,7 @@ void moe_route(const float* logits, int n, int n_experts, int top_k, bool norm_t
 // vector path assumes them 16-byte aligned (the .thin archive aligns every block to 4 KiB) and
 // checks what the host knows: row lengths and the offsets inside a block.
 void moe_gemv_gated(const MoeGemvArgs& a, cudaStream_t s) {
+    if (a.quant != QuantScheme::none) return moe_gemv_gated_quant(a, s);
     const size_t smem = size_t(a.hidden) * sizeof(float);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         const bool vec = vectorizable(a.hidden, sizeof(W), {}) && a.up_offset % 16 == 0;
@@ -236,6 +237,7 @@ void moe_gemv_gated(const MoeGemvArgs& a, cudaStream_t s) {
 }
 
 void moe_gemv_down(const MoeGemvArgs& a, cudaStream_t s) {
+    if (a.quant != QuantScheme::none) return moe_gemv_down_quant(a, s);
     TT_DISPATCH_FLOAT(a.wdt, W, {
         // act_out rows are read as float4 at j * ffn: vectorizable(ffn) makes ffn a multiple of 4.
         const bool vec = vectorizable(a.ffn, sizeof(W), {a.act_out}) && a.down_offset % 16 == 0;

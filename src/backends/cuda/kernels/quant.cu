@@ -305,8 +305,9 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int 
 // (total(k): row k's dot with x, the pre-norm's RMS factor and, INT8, the row scale applied).
 // A warp's work is a sequence of batches over the block's tiles; the next batch (the next tile's
 // first, at a tile's end) is loaded before the current one is computed, so a warp always has
-// loads in flight, also across the tile's reduction.
-template <QuantScheme Q, int MS, typename W, typename RowsOf, typename Epilogue>
+// loads in flight, also across the tile's reduction. PRELOAD: the first loads are issued before
+// pdl_wait(); false when rows_of reads what the previous kernel wrote (the routed experts' bases).
+template <QuantScheme Q, int MS, bool PRELOAD = true, typename W, typename RowsOf, typename Epilogue>
 __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
                          RowsOf rows_of, Epilogue epilogue) {
     extern __shared__ int4 s_raw[];
@@ -326,12 +327,15 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     const uint8_t* w[2];
     const float* s[2];
     MmaBatch<Q, MS> cur, next;
-    if (int(blockIdx.x) < n_tiles) {
+    auto start = [&] {
+        if (int(blockIdx.x) >= n_tiles) return;
         find_rows(int(blockIdx.x), w, s);
         if (n_batches > 0) cur.load(w, s, warp, n_steps, row_bytes, group_size, t);
-    }
+    };
+    if constexpr (PRELOAD) start();
     pdl_wait();  // x is the previous kernel's output
     pdl_launch_dependents();
+    if constexpr (!PRELOAD) start();
     if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
     float unscale;
     const float x_scale = stage_x_halves<Q>(s_h, kpad, x, cols, norm_w, offset, eps, unscale);
@@ -431,6 +435,51 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQ
     mma_rows<Q, MS>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
+// The routed experts (moe.cu) on quantized blocks. Gate and up: a virtual matrix of top_k * ffn
+// row pairs, tiles as gemv_gated_mma_kernel's, expert j's rows found through the base the router
+// wrote (so no load before pdl_wait).
+template <QuantScheme Q, int MS, typename W>
+__global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemvArgs a) {
+    const int rows = a.top_k * a.ffn, cols = a.hidden;
+    const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
+    const size_t row_scales = Q == QuantScheme::int8 ? 1 : size_t(cols / a.group_size);
+    auto rows_of = [&](int tile, int j, const uint8_t*& w, const float*& s) {  // A rows 0..7: gate, 8..15: up
+        const int r = min(tile * 8 + (j & 7), rows - 1), e = r / a.ffn, i = r - e * a.ffn;
+        const uint8_t* base = static_cast<const uint8_t*>(a.experts[e]);
+        w = base + (j < 8 ? 0 : a.up_offset) + size_t(i) * row_bytes;
+        s = reinterpret_cast<const float*>(base + (j < 8 ? a.gate_scales : a.up_scales)) + size_t(i) * row_scales;
+    };
+    auto epilogue = [&](int tile, int j, auto total) {
+        const int r = tile * 8 + j;
+        if (j >= 8 || r >= rows) return;
+        const float g = total(j), u = total(j + 8);
+        a.act_out[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
+    };
+    mma_rows<Q, MS, false>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
+                           rows_of, epilogue);
+}
+
+// Down: expert blockIdx.y's [hidden, ffn] rows against its own act_out row, the tiles of one
+// expert spread over gridDim.x blocks.
+template <QuantScheme Q, int MS, typename W>
+__global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvArgs a) {
+    const int e = int(blockIdx.y), rows = a.hidden, cols = a.ffn;
+    const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
+    const size_t row_scales = Q == QuantScheme::int8 ? 1 : size_t(cols / a.group_size);
+    auto rows_of = [&](int tile, int j, const uint8_t*& w, const float*& s) {
+        const int r = min(tile * 16 + j, rows - 1);
+        const uint8_t* base = static_cast<const uint8_t*>(a.experts[e]);
+        w = base + a.down_offset + size_t(r) * row_bytes;
+        s = reinterpret_cast<const float*>(base + a.down_scales) + size_t(r) * row_scales;
+    };
+    auto epilogue = [&](int tile, int j, auto total) {
+        const int r = tile * 16 + j;
+        if (r < rows) a.partial[size_t(e) * rows + r] = total(j);
+    };
+    mma_rows<Q, MS, false>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
+                           0.0f, rows_of, epilogue);
+}
+
 // Whether the rows can be read in 16-byte pieces (INT4 rows always are whole pieces: cols is a
 // multiple of the group, itself of 32; the pointers must be aligned).
 bool quant_vectorizable(QuantScheme q, int cols, std::initializer_list<const void*> ptrs) {
@@ -453,11 +502,15 @@ void launch_persistent(K kernel, int n_groups, int cols, cudaStream_t s, Args&&.
 
 // The tensor-core GEMV's grid: a block per tile, at most as many as fit at once; its shared
 // memory holds x's two halves, padded to whole steps.
-template <typename K, typename... Args>
-void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
+size_t mma_smem_bytes(QuantScheme q, int cols) {
     const int row_bytes = q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes;
-    const size_t smem = size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 2 * sizeof(__half);
+    return size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 2 * sizeof(__half);
+}
+
+template <typename K, typename... Args>
+void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
+    const size_t smem = mma_smem_bytes(q, cols);
     const unsigned grid = unsigned(std::min(n_tiles, resident_blocks(kernel, smem, k_mwarps)));
     launch(kernel, grid, k_mwarps * 32, smem, s, std::forward<Args>(args)...);
 }
@@ -551,6 +604,46 @@ void gemv_gated_quant(const void* wg, const void* wu, const float* gs, const flo
         } else {
             launch_persistent(gemv_gated_int8_kernel<W>, rows, cols, s, a);
         }
+    });
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+// note: the experts' bases live on the device and cannot be checked here; the archive aligns every
+// expert block to 4 KiB, and the offsets inside a block (all 16-byte aligned) are checked here.
+void moe_check_layout(const MoeGemvArgs& a, const char* who) {
+    const bool offsets = a.up_offset % 16 == 0 && a.down_offset % 16 == 0 && a.gate_scales % 4 == 0 && a.up_scales % 4 == 0 &&
+                         a.down_scales % 4 == 0;
+    for (int cols : {a.hidden, a.ffn}) {
+        const bool vec = offsets && quant_vectorizable(a.quant, cols, {});
+        if (a.quant == QuantScheme::int8 && !vec)
+            fail("{}: INT8 expert rows of {} weights are not whole 16-byte pieces (hidden {}, expert ffn {})", who, cols, a.hidden, a.ffn);
+        check_layout(a.quant, cols, a.group_size, vec, who);
+    }
+}
+
+// (The batch sizes are the dense GEMVs' defaults, quant_mma_steps.)
+void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s) {
+    moe_check_layout(a, "moe_gemv_gated");
+    const int n_tiles = (a.top_k * a.ffn + 7) / 8;
+    TT_DISPATCH_FLOAT(a.wdt, W, {
+        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, W>, a.quant, n_tiles, a.hidden, s, a);
+        else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, W>, a.quant, n_tiles, a.hidden, s, a);
+    });
+    TT_CUDA_LAUNCH_CHECK();
+}
+
+void moe_gemv_down_quant(const MoeGemvArgs& a, cudaStream_t s) {
+    moe_check_layout(a, "moe_gemv_down");
+    const int n_tiles = (a.hidden + 15) / 16;
+    const size_t smem = mma_smem_bytes(a.quant, a.ffn);
+    auto go = [&](auto kernel) {
+        // The resident blocks shared among the top_k experts, each expert's tiles over its row of blocks.
+        const int per_expert = std::max(1, std::min(n_tiles, resident_blocks(kernel, smem, k_mwarps) / a.top_k));
+        launch(kernel, dim3(unsigned(per_expert), unsigned(a.top_k)), k_mwarps * 32, smem, s, a);
+    };
+    TT_DISPATCH_FLOAT(a.wdt, W, {
+        if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, W>);
+        else go(moe_down_mma_kernel<QuantScheme::int8, 3, W>);
     });
     TT_CUDA_LAUNCH_CHECK();
 }
