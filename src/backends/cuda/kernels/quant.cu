@@ -307,12 +307,19 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int 
 // first, at a tile's end) is loaded before the current one is computed, so a warp always has
 // loads in flight, also across the tile's reduction. PRELOAD: the first loads are issued before
 // pdl_wait(); false when rows_of reads what the previous kernel wrote (the routed experts' bases).
-template <QuantScheme Q, int MS, bool PRELOAD = true, typename W, typename RowsOf, typename Epilogue>
+//
+// KR: tiles per reduction barrier. 1: each tile's sums meet in shared memory behind a barrier
+// and a second barrier guards the buffer. KR > 1: the warps leave their sums in a ring of 2 KR
+// tile slots and meet once every KR tiles (and after the block's last); behind that barrier 16
+// threads a tile finish those tiles while the warps go on into the other half of the ring (whose
+// readers finished before this barrier), so a tile costs 1 / KR barrier instead of 2.
+template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, typename W, typename RowsOf, typename Epilogue>
 __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
                          RowsOf rows_of, Epilogue epilogue) {
+    static_assert(KR >= 1 && 16 * KR <= k_mwarps * 32, "the epilogue takes 16 threads a tile");
     extern __shared__ int4 s_raw[];
     __half* s_h = reinterpret_cast<__half*>(s_raw);
-    __shared__ float s_red[k_mwarps][16];
+    __shared__ float s_red[KR == 1 ? 1 : 2 * KR][k_mwarps][16];
     __shared__ int4 s_zero;  // the B operand of the lanes that hold none
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     constexpr int step_cols = Q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes;
@@ -344,7 +351,8 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     const bool feeds = g / 2 == t;
     const __half* xb = feeds ? s_h + 8 * (g & 1) + 16 * t * (step_cols / 32) : reinterpret_cast<const __half*>(&s_zero);
     const int xstep = feeds ? 2 * step_cols : 0, xf = feeds ? 1 : 0;
-    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    int it = 0;  // this block's tiles so far
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {
         float acc[2] = {};
         float c8[4] = {};  // INT8: the row sums accumulate in the tensor core across steps
         const uint8_t* wn[2] = {w[0], w[1]};
@@ -371,24 +379,45 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
             acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
             acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
         }
-        if (t == 0) {
-            s_red[warp][g] = acc[0];
-            s_red[warp][g + 8] = acc[1];
+        if constexpr (KR == 1) {
+            if (t == 0) {
+                s_red[0][warp][g] = acc[0];
+                s_red[0][warp][g + 8] = acc[1];
+            }
+            __syncthreads();
+            if (threadIdx.x < 16) {
+                auto total = [&](int k) {
+                    float v = 0;
+                    for (int q = 0; q < k_mwarps; ++q) v += s_red[0][q][k];  // the same order for every row
+                    return v * x_scale * unscale;
+                };
+                epilogue(tile, int(threadIdx.x), total);
+            }
+            __syncthreads();  // s_red is read before the next tile writes it
+        } else {
+            const int slot = it % (2 * KR);
+            if (t == 0) {
+                s_red[slot][warp][g] = acc[0];
+                s_red[slot][warp][g + 8] = acc[1];
+            }
+            if ((it + 1) % KR == 0 || tile + int(gridDim.x) >= n_tiles) {
+                __syncthreads();
+                const int k = it % KR + 1;  // tiles since the last barrier
+                if (int(threadIdx.x) < 16 * k) {
+                    const int jt = it - k + 1 + int(threadIdx.x) / 16, sj = jt % (2 * KR);
+                    auto total = [&](int r) {
+                        float v = 0;
+                        for (int q = 0; q < k_mwarps; ++q) v += s_red[sj][q][r];  // the same order for every row
+                        return v * x_scale * unscale;
+                    };
+                    epilogue(int(blockIdx.x) + jt * int(gridDim.x), int(threadIdx.x) % 16, total);
+                }
+            }
         }
-        __syncthreads();
-        if (threadIdx.x < 16) {
-            auto total = [&](int k) {
-                float v = 0;
-                for (int q = 0; q < k_mwarps; ++q) v += s_red[q][k];  // the same order for every row
-                return v * x_scale * unscale;
-            };
-            epilogue(tile, int(threadIdx.x), total);
-        }
-        __syncthreads();  // s_red is read before the next tile writes it
     }
 }
 
-template <QuantScheme Q, int MS, typename W>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, int rows) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -412,11 +441,11 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, 
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + total(j) + b;
     };
-    mma_rows<Q, MS>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
+    mma_rows<Q, MS, true, KR>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
                 epilogue);
 }
 
-template <QuantScheme Q, int MS, typename W>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQuantArgs a) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -432,13 +461,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQ
         const float u = total(j + 8) + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
         a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+    mma_rows<Q, MS, true, KR>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
 // The routed experts (moe.cu) on quantized blocks. Gate and up: a virtual matrix of top_k * ffn
 // row pairs, tiles as gemv_gated_mma_kernel's, expert j's rows found through the base the router
 // wrote (so no load before pdl_wait).
-template <QuantScheme Q, int MS, typename W>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemvArgs a) {
     const int rows = a.top_k * a.ffn, cols = a.hidden;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -455,13 +484,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemv
         const float g = total(j), u = total(j + 8);
         a.act_out[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, false>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
+    mma_rows<Q, MS, false, KR>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
                            rows_of, epilogue);
 }
 
 // Down: expert blockIdx.y's [hidden, ffn] rows against its own act_out row, the tiles of one
 // expert spread over gridDim.x blocks.
-template <QuantScheme Q, int MS, typename W>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvArgs a) {
     const int e = int(blockIdx.y), rows = a.hidden, cols = a.ffn;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -476,7 +505,7 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvA
         const int r = tile * 16 + j;
         if (r < rows) a.partial[size_t(e) * rows + r] = total(j);
     };
-    mma_rows<Q, MS, false>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
+    mma_rows<Q, MS, false, KR>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
                            0.0f, rows_of, epilogue);
 }
 
@@ -525,6 +554,31 @@ int quant_mma_steps(QuantScheme q) {
     return q == QuantScheme::int4 ? 2 : 3;
 }
 
+// Experiment (branch wip-quant-red): tiles per reduction barrier of the dense GEMVs (mma_rows'
+// KR); TT_QUANT_RED_TILES=4 for the A/B against 1.
+int quant_red_tiles() {
+    static const int k = env_int("TT_QUANT_RED_TILES", 1);
+    return k == 4 ? 4 : 1;
+}
+
+// Calls go(kernel) with the dense kernel K<Q, MS, KR, W> that quant_mma_steps and quant_red_tiles choose.
+template <QuantScheme Q, template <QuantScheme, int, int, typename> class K, typename W, typename Go>
+void pick_mma(Go&& go) {
+    const int ms = quant_mma_steps(Q), kr = quant_red_tiles();
+    if (ms == 2 && kr == 1) go(K<Q, 2, 1, W>::kernel);
+    else if (ms == 2) go(K<Q, 2, 4, W>::kernel);
+    else if (kr == 1) go(K<Q, 3, 1, W>::kernel);
+    else go(K<Q, 3, 4, W>::kernel);
+}
+template <QuantScheme Q, int MS, int KR, typename W>
+struct DenseMma {
+    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W>;
+};
+template <QuantScheme Q, int MS, int KR, typename W>
+struct GatedMma {
+    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W>;
+};
+
 template <typename T>
 __global__ void dequantize_kernel(const uint8_t* q, const float* scales, QuantScheme quant, int group_size, int rows, int cols,
                                   T* out) {
@@ -572,12 +626,11 @@ void gemv_quant(const GemvArgs& a, cudaStream_t s) {
     check_layout(a.quant, a.cols, a.group_size, vec, "gemv");
     const int n_tiles = (rows + 15) / 16;
     TT_DISPATCH_FLOAT(a.wdt, W, {
+        auto go = [&](auto kernel) { launch_mma(kernel, a.quant, n_tiles, a.cols, s, a, rows); };
         if (a.quant == QuantScheme::int4) {
-            if (quant_mma_steps(a.quant) == 2) launch_mma(gemv_mma_kernel<QuantScheme::int4, 2, W>, a.quant, n_tiles, a.cols, s, a, rows);
-            else launch_mma(gemv_mma_kernel<QuantScheme::int4, 3, W>, a.quant, n_tiles, a.cols, s, a, rows);
+            pick_mma<QuantScheme::int4, DenseMma, W>(go);
         } else if (vec) {
-            if (quant_mma_steps(a.quant) == 2) launch_mma(gemv_mma_kernel<QuantScheme::int8, 2, W>, a.quant, n_tiles, a.cols, s, a, rows);
-            else launch_mma(gemv_mma_kernel<QuantScheme::int8, 3, W>, a.quant, n_tiles, a.cols, s, a, rows);
+            pick_mma<QuantScheme::int8, DenseMma, W>(go);
         } else {
             launch_persistent(gemv_int8_kernel<W>, (rows + k_dense_rows - 1) / k_dense_rows, a.cols, s, a, rows);
         }
@@ -595,12 +648,11 @@ void gemv_gated_quant(const void* wg, const void* wu, const float* gs, const flo
                      group_size, x, norm_offset, norm_eps, act, y};
     const int n_tiles = (rows + 7) / 8;
     TT_DISPATCH_FLOAT(wdt, W, {
+        auto go = [&](auto kernel) { launch_mma(kernel, quant, n_tiles, cols, s, a); };
         if (quant == QuantScheme::int4) {
-            if (quant_mma_steps(quant) == 2) launch_mma(gemv_gated_mma_kernel<QuantScheme::int4, 2, W>, quant, n_tiles, cols, s, a);
-            else launch_mma(gemv_gated_mma_kernel<QuantScheme::int4, 3, W>, quant, n_tiles, cols, s, a);
+            pick_mma<QuantScheme::int4, GatedMma, W>(go);
         } else if (vec) {
-            if (quant_mma_steps(quant) == 2) launch_mma(gemv_gated_mma_kernel<QuantScheme::int8, 2, W>, quant, n_tiles, cols, s, a);
-            else launch_mma(gemv_gated_mma_kernel<QuantScheme::int8, 3, W>, quant, n_tiles, cols, s, a);
+            pick_mma<QuantScheme::int8, GatedMma, W>(go);
         } else {
             launch_persistent(gemv_gated_int8_kernel<W>, rows, cols, s, a);
         }
@@ -626,8 +678,8 @@ void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s) {
     moe_check_layout(a, "moe_gemv_gated");
     const int n_tiles = (a.top_k * a.ffn + 7) / 8;
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, W>, a.quant, n_tiles, a.hidden, s, a);
-        else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, W>, a.quant, n_tiles, a.hidden, s, a);
+        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
+        else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W>, a.quant, n_tiles, a.hidden, s, a);
     });
     TT_CUDA_LAUNCH_CHECK();
 }
@@ -642,8 +694,8 @@ void moe_gemv_down_quant(const MoeGemvArgs& a, cudaStream_t s) {
         launch(kernel, dim3(unsigned(per_expert), unsigned(a.top_k)), k_mwarps * 32, smem, s, a);
     };
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, W>);
-        else go(moe_down_mma_kernel<QuantScheme::int8, 3, W>);
+        if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W>);
+        else go(moe_down_mma_kernel<QuantScheme::int8, 3, 1, W>);
     });
     TT_CUDA_LAUNCH_CHECK();
 }
