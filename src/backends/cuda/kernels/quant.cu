@@ -554,17 +554,19 @@ int quant_mma_steps(QuantScheme q) {
     return q == QuantScheme::int4 ? 2 : 3;
 }
 
-// Experiment (branch wip-quant-red): tiles per reduction barrier of the dense GEMVs (mma_rows'
-// KR); TT_QUANT_RED_TILES=4 for the A/B against 1.
-int quant_red_tiles() {
-    static const int k = env_int("TT_QUANT_RED_TILES", 1);
-    return k == 4 ? 4 : 1;
+// Tiles per reduction barrier of the dense GEMVs (mma_rows' KR). Measured on the H100
+// (bench/results/2026-12-05-h100-quant-red/): 4 takes INT4's 8B decode from 356.8 to 361.7 tok/s
+// (gate+up 36.4 -> 35.4 us), INT8's from 283.4 to 282.5, so INT4 meets every 4 tiles and INT8
+// every tile; TT_QUANT_RED_TILES=1|4 forces one for an A/B.
+int quant_red_tiles(QuantScheme q) {
+    static const int forced = env_int("TT_QUANT_RED_TILES", 0);
+    if (forced == 1 || forced == 4) return forced;
+    return q == QuantScheme::int4 ? 4 : 1;
 }
 
-// Calls go(kernel) with the dense kernel K<Q, MS, KR, W> that quant_mma_steps and quant_red_tiles choose.
 template <QuantScheme Q, template <QuantScheme, int, int, typename> class K, typename W, typename Go>
 void pick_mma(Go&& go) {
-    const int ms = quant_mma_steps(Q), kr = quant_red_tiles();
+    const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
     if (ms == 2 && kr == 1) go(K<Q, 2, 1, W>::kernel);
     else if (ms == 2) go(K<Q, 2, 4, W>::kernel);
     else if (kr == 1) go(K<Q, 3, 1, W>::kernel);
