@@ -73,7 +73,7 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
         ->check(CLI::IsMember({"safe", "balanced", "max-performance", "max-max-perf"}));
     sub.add_option("--kv-cache", a.kv_cache,
                    "KV cache storage: auto (f32 on the CPU, the weights' float dtype on host and CUDA; default) or int8 (a "
-                   "scale per head and position; --device cpu and host only so far); docs/QUANTIZATION.md")
+                   "scale per head and position); docs/QUANTIZATION.md")
         ->check(CLI::IsMember({"auto", "int8"}));
     sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)")
         ->check(byte_budget("--vram-budget"));
@@ -159,11 +159,6 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     bo.device = asked.empty() ? default_device(spec, &why) : asked;
     bo.profile = parse_profile(a.profile);
     bo.kv_cache = parse_kv_cache_type(a.kv_cache);
-    // The 8-bit KV cache runs on the CPU backends only so far: the automatic device follows it.
-    if (asked.empty() && bo.device != "cpu" && bo.kv_cache == KvCacheType::int8) {
-        why = "--kv-cache int8 runs on the CPU and host backends only so far";
-        bo.device = "cpu";
-    }
     if (asked.empty())
         log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);

@@ -86,8 +86,7 @@ int run(const Opts& o) {
     bo.n_threads = o.model.threads;  // the CPU's GEMV rate for layers on the CPU depends on it
     bo.profile = parse_profile(o.model.profile);
     // Quantized weights: stored, or quantized at load (apply_profile_quant counts those bytes).
-    if (parse_kv_cache_type(o.model.kv_cache) == KvCacheType::int8)
-        fail("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet, so there is no GPU plan for one (docs/QUANTIZATION.md)");
+    bo.kv_cache = parse_kv_cache_type(o.model.kv_cache);
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
@@ -121,6 +120,7 @@ int run(const Opts& o) {
         in.ram_budget = bo.ram_budget;
         in.expert_slots = bo.expert_slots;
         in.cpu_layers = bo.cpu_layers;
+        in.kv_cache = bo.kv_cache;
         in.device_total = in.device_free = sizes[0];
         apply_profile_quant(in, a, bo.profile);
         in.ram_available = host_available_ram();

@@ -86,10 +86,6 @@ std::string default_device(const ModelSpec& spec, std::string* why) {
 
 std::unique_ptr<Backend> make_backend(const Archive& archive, const BackendOptions& opt) {
     if (opt.device == "cpu") return make_cpu_backend(archive, opt);
-    // note: CUDA stores its cache in float until its attention kernels read INT8 rows.
-    if (opt.kv_cache == KvCacheType::int8 && opt.device.rfind("cuda", 0) == 0)
-        fail("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet (docs/QUANTIZATION.md); use --device cpu or host, or "
-             "--kv-cache auto");
     if (opt.device == "host")
         if (const std::string why = host_unsupported_reason(spec_from_json(archive.metadata()["spec"])); !why.empty())
             fail("--device host: {}: {}; use --device {}", archive.path(), why,

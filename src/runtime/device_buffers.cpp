@@ -53,9 +53,9 @@ int min_kv_heads(const ModelSpec& s) {
     return m;
 }
 
-PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows) {
-    const DType kv = kv_cache_dtype(weights);
-    const uint64_t we = dtype_size(weights), ke = dtype_size(kv);
+PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows, KvCacheType kv_type) {
+    // q and the probabilities in the cache's float dtype (the weights' one beside an 8-bit cache).
+    const uint64_t we = dtype_size(weights), ke = dtype_size(kv_cache_dtype(weights));
     const uint64_t T = uint64_t(tokens), K = uint64_t(keys), qc = uint64_t(std::min(tokens, k_attn_query_chunk));
     const LayerMax m = layer_max(s, 1);
     const uint64_t H = uint64_t(s.hidden_dim), Q = m.q, KV = m.kv, F = m.ffn;
@@ -104,6 +104,7 @@ PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType w
         // The attention output buffer also holds a DeltaNet layer's output (out_proj's input).
         if (dn) b[size_t(PrefillBuf::att)].bytes = T * std::max(Q, uint64_t(d.value_dim())) * we;
     }
+    set(PrefillBuf::kv_rows, "8-bit KV cache rows, dequantized", kv_type == KvCacheType::int8 ? 2 * K * KV * we : 0);
     {  // Gemma 4's per-layer inputs only
         const uint64_t P = uint64_t(s.per_layer_dim);
         set(PrefillBuf::ple, "per-layer inputs", T * uint64_t(s.n_layers) * P * 4);
@@ -165,18 +166,25 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
     return b;
 }
 
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights) {
-    return uint64_t(context) * uint64_t(s.kv_dim()) * dtype_size(kv_cache_dtype(weights));
+namespace {
+// One row's bytes: kv_dim values, and with the 8-bit cache a scale per KV head.
+uint64_t kv_row_bytes(int kv_dim, int n_kv_heads, DType weights, KvCacheType kv) {
+    return uint64_t(kv_dim) * dtype_size(kv_cache_dtype(weights, kv)) + (kv == KvCacheType::int8 ? uint64_t(n_kv_heads) * 4 : 0);
+}
+}  // namespace
+
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv) {
+    return uint64_t(context) * kv_row_bytes(s.kv_dim(), s.n_kv_heads, weights, kv);
 }
 
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights) {
-    return s.has_kv(il) ? uint64_t(context) * uint64_t(s.layer_kv_dim(il)) * dtype_size(kv_cache_dtype(weights)) : 0;
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv) {
+    return s.has_kv(il) ? uint64_t(context) * kv_row_bytes(s.layer_kv_dim(il), s.layer_n_kv_heads(il), weights, kv) : 0;
 }
 
-uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights) {
+uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv) {
     uint64_t b = 0;
     for (int il = 0; il < s.n_layers; ++il)
-        b += 2 * kv_cache_layer_bytes(s, il, context, weights);
+        b += 2 * kv_cache_layer_bytes(s, il, context, weights, kv);
     return b;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "runtime/kv_cache_type.h"
 
 #include <array>
 #include <cstddef>
@@ -27,8 +28,11 @@ inline constexpr int k_attn_query_chunk = 512;
 inline constexpr int k_max_decode_splits = 256;
 
 // The KV cache holds the weights' dtype, as in transformers: bf16 for bf16 models, and f32 for f32
-// models so the f32 reference fixtures are compared without an extra rounding.
+// models so the f32 reference fixtures are compared without an extra rounding. --kv-cache int8:
+// INT8 rows with an f32 scale each (kv_cache_type.h); attention then computes in the weights'
+// dtype, so q, the probabilities and the prefill's dequantized rows keep it.
 constexpr DType kv_cache_dtype(DType weights) { return weights; }
+constexpr DType kv_cache_dtype(DType weights, KvCacheType kv) { return kv == KvCacheType::int8 ? DType::i8 : weights; }
 
 // Whether the flash prefill kernel (kernels/flash_attention.cu) covers a cache of `kv` with this
 // head_dim; otherwise prefill attention materializes its scores (the score and probability
@@ -84,6 +88,7 @@ enum class PrefillBuf : int {
     q_gate,       // f32 [T, q] x 2: the de-interleaved query and the output gate (attn_output_gate)
     dn_in,        // f32: a DeltaNet layer's projections, back to back: qkv [T, conv_dim], z [T, value_dim], b, a [T, v_heads]
     dn_scratch,   // f32: delta_net_prefill's scratch (kernels.h)
+    kv_rows,      // weights' dtype [2, K, kv]: the 8-bit cache's rows dequantized for prefill attention (--kv-cache int8 only)
     // Gemma 4's per-layer inputs (0 bytes for other models); the layer's product of its gate and
     // its input uses act, the projection proj:
     ple,          // f32 [T, n_layers * per_layer_dim]: every layer's input
@@ -98,7 +103,8 @@ using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
 // Buffers of a prefill of chunks of `tokens` with up to `keys` cached positions, logits for
 // `logit_rows` rows (the planner budgets one: the last; all-position logits, as `validate` asks
 // for, take up to a chunk of rows and grow the logits buffer then).
-PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows);
+PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows,
+                               KvCacheType kv = KvCacheType::automatic);
 
 // The decode step's buffers (fixed addresses: the CUDA graph refers to them).
 enum class DecodeBuf : int {
@@ -159,15 +165,16 @@ constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, 
 
 // Bytes of one layer's K (or V) cache for `context` positions: the model-wide kv_dim's, and
 // layer il's (its own kv_dim; 0 for a layer without a cache of its own).
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights);
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights);
+// kv: --kv-cache (int8: a byte a value and an f32 scale a (position, KV head) row).
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
 // Whether some attention layer's prefill needs materialized scores (no flash kernel for its head_dim).
 bool prefill_needs_scores(const ModelSpec& s, DType weights);
 // The decode attention's split count is chosen for the fewest KV heads of any attention layer.
 int min_kv_heads(const ModelSpec& s);
 // Bytes of every K and V cache for `context` positions: the layers with a cache of their own
 // (ModelSpec::has_kv), each at its own kv_dim; Gemma 4's KV-shared layers add nothing.
-uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights);
+uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
 
 template <size_t N>
 uint64_t total_bytes(const std::array<BufferSize, N>& list) {

@@ -72,14 +72,14 @@ SplitPlan make_split_plan(const SplitInput& in) {
     }
     uint64_t kv_total = 0;
     for (int il = 0; il < s.n_layers; ++il) {
-        layer_kv[size_t(il)] = (2 * kv_cache_layer_bytes(s, il, one.context, one.weights) +
+        layer_kv[size_t(il)] = (2 * kv_cache_layer_bytes(s, il, one.context, one.weights, one.kv_cache) +
                                 (s.is_delta_net(il) ? s.delta_net.state_bytes() : 0)) * slots;
         kv_total += layer_kv[size_t(il)];
     }
     // The working set every GPU keeps: the one-GPU planner's fixed lines without the KV cache and
     // recurrent state (each GPU holds its own layers'), plus the CUDA context and the scratch.
     uint64_t fixed = k_cuda_context + one.dequant_scratch;
-    for (const MemLine& l : fixed_vram_lines(s, one.weights, one.context, one.n_sequences)) fixed += l.bytes;
+    for (const MemLine& l : fixed_vram_lines(s, one.weights, one.context, one.n_sequences, one.kv_cache)) fixed += l.bytes;
     fixed -= kv_total;
     const uint64_t row = uint64_t(s.hidden_dim) * dtype_size(one.weights);  // one embedding row
     // The head lives on the last GPU. A tied embedding is the head, so there it is read whole, and

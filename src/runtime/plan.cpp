@@ -54,7 +54,7 @@ std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
 
-std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences) {
+std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences, KvCacheType kv_type) {
     // The backend's own buffers, from the lists it allocates from, then what cuBLAS, the graph and
     // the allocator take beside them.
     const int chunk = prefill_chunk_tokens(context);
@@ -64,8 +64,8 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
     int n_kv = 0, n_state = 0, n_shared = 0;
     for (int il = 0; il < s.n_layers; ++il) (s.has_kv(il) ? n_kv : s.is_delta_net(il) ? n_state : n_shared)++;
     const uint64_t slots = uint64_t(std::max(1, n_sequences));
-    const uint64_t kv = kv_cache_bytes(s, context, weights) * slots;
-    std::vector<MemLine> lines = {{fmt::format("KV cache ({} positions{}{}{})", context,
+    const uint64_t kv = kv_cache_bytes(s, context, weights, kv_type) * slots;
+    std::vector<MemLine> lines = {{fmt::format("KV cache ({}{} positions{}{}{})", kv_type == KvCacheType::int8 ? "8-bit, " : "", context,
                                                slots > 1 ? fmt::format(" x {} sequence slots", slots) : "",
                                                n_state ? fmt::format(", {} attention layers", n_kv) : "",
                                                n_shared ? fmt::format(", {} layers, {} sharing another's", n_kv, n_shared) : ""),
@@ -74,7 +74,7 @@ std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int con
         lines.push_back({fmt::format("recurrent state ({} linear-attention layers)", n_state),
                          uint64_t(n_state) * s.delta_net.state_bytes() * slots});
     lines.insert(lines.end(), {
-        {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1))},
+        {fmt::format("prefill workspace ({}-token chunks)", chunk), total_bytes(prefill_buffers(s, chunk, context, weights, 1, kv_type))},
         {"decode activations", total_bytes(decode_buffers(s, k_max_decode_splits))},
         {"cuBLAS workspace", k_cublas_workspace},
         {"allocator slack (graph, events)", k_alloc_slack},
@@ -378,7 +378,7 @@ Plan make_plan(const PlanInput& in) {
 
     // ---- the fixed working set ----
     p.prefill_chunk = prefill_chunk_tokens(in.context);
-    std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context, in.n_sequences);
+    std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context, in.n_sequences, in.kv_cache);
     // note: budgets are what nvidia-smi shows for the process; an automatic one (the VRAM free once
     // this process's context exists) is conservative by this line.
     fixed_lines.push_back({"CUDA context and kernel images (counted by nvidia-smi)", k_cuda_context});
@@ -641,10 +641,13 @@ Plan make_plan(const PlanInput& in) {
     std::vector<int> movable;
     for (int i : p.stream_order)
         if (p.blocks[size_t(i)].layer >= 0 && p.blocks[size_t(i)].place == Placement::registered) movable.push_back(i);
-    const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights);  // a CPU layer's cache in host memory
+    const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights, in.kv_cache);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
-    const std::string host_limit = host_unsupported_reason(s);
+    // note: with the 8-bit KV cache the GPU does not hand layers to the CPU yet (their caches would
+    // cross the bus with their scales; cuda_backend.cpp refuses the combination).
+    const std::string host_limit = in.kv_cache == KvCacheType::int8 ? "--kv-cache int8 on CUDA runs no layer on the CPU yet"
+                                                                      : host_unsupported_reason(s);
     const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
     // The CPU layers read the body's weights as the GPU runs them (quantized ones included): a

@@ -45,10 +45,16 @@ check "gemma4_text, cpu, 8-bit KV cache, min cosine 0.99" \
 check "greedy text: host equals cpu over 200 tokens" cmp -s "$tmp/t.cpu" "$tmp/t.host"
 check "greedy text is not empty" [ -s "$tmp/t.cpu" ]
 
-fails_with "cuda refuses it" "--kv-cache int8: the CUDA backend has no 8-bit KV cache yet" \
-  "$TT" -q run "$tmp/ts.thin" --device cuda --kv-cache int8 --max-tokens 1 -p "x"
-fails_with "plan refuses it" "--kv-cache int8: the CUDA backend has no 8-bit KV cache yet" \
-  "$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --kv-cache int8
+# The GPU plan of the 8-bit cache (CUDA's attention reads it): its KV line is the 8-bit one and
+# holds fewer bytes than the f32 cache's; no layer goes to the CPU beside the GPU with it.
+"$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --kv-cache int8 --json >"$tmp/p8.json"
+"$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --json >"$tmp/p.json"
+kv_line() { python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["plan"]["vram"][0]; print(l["what"].split(" (")[1].split(" ")[0], l["bytes"])' "$1"; }
+read -r w8 b8 <<<"$(kv_line "$tmp/p8.json")"; read -r w b <<<"$(kv_line "$tmp/p.json")"
+check "plan --kv-cache int8: the KV line is the 8-bit cache's" [ "$w8" = "8-bit," ]
+check "plan --kv-cache int8: its bytes are under a third of the f32 cache's ($b8 < $b / 3)" [ "$b8" -lt $((b / 3)) ]
+fails_with "plan --kv-cache int8 --cpu-layers 1: no layer on the CPU" "--kv-cache int8 on CUDA runs no layer on the CPU yet" \
+  "$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --kv-cache int8 --cpu-layers 1
 "$TT" -q run "$tmp/ts.thin" --kv-cache q4 --max-tokens 1 -p "x" >/dev/null 2>"$tmp/e"; rc=$?
 check "--kv-cache q4: a usage error (exit 2)" [ "$rc" -eq 2 ]
 check "--kv-cache q4: names the flag" grep -q -e "--kv-cache" "$tmp/e"

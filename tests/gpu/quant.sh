@@ -10,15 +10,7 @@
 #   resident and streamed (a --vram-budget below the resident plan), and with a layer on the CPU
 #   beside the stream where one streams; the llama fixture's report with its streamed layers on
 #   the CPU is the CPU reference's.
-cmp_reports() {  # cpu.json cuda.json: min cosine within 1e-4, mean KL within 2% (or 1e-9)
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-dc, dk = abs(a["min_cosine"] - b["min_cosine"]), abs(a["mean_kl"] - b["mean_kl"])
-print(f"cpu min_cos {a['min_cosine']:.6f} kl {a['mean_kl']:.3e} | cuda min_cos {b['min_cosine']:.6f} kl {b['mean_kl']:.3e}")
-sys.exit(0 if dc <= 1e-4 and dk <= max(0.02 * a["mean_kl"], 1e-9) else 1)
-PY
-}
+source tests/gpu/reports.sh  # cmp_reports
 # The minimum VRAM of archive $1 under profile $2 at context $3 with no layer on the CPU, and how
 # many layers stream at that budget (the layers --cpu-layers can take).
 min_vram_q() { $TT -q plan "$1" --profile "$2" --context "$3" --cpu-layers 0 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["min_vram"])'; }

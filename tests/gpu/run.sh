@@ -59,6 +59,9 @@ check "--vram-budget above the GPU is clamped with a warning" grep -q "warning: 
 echo "== quantized profiles on cuda against the CPU (issue #19)"
 source tests/gpu/quant.sh
 
+echo "== the 8-bit KV cache on cuda against the CPU (issue #19)"
+source tests/gpu/kv_cache_int8.sh
+
 echo "== Qwen3.5 on cuda against the CPU (issue #17)"
 source tests/gpu/qwen3_5.sh
 

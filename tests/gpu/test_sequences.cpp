@@ -7,7 +7,8 @@
 // activations, not bit for bit: the bounds are per dtype, the figures printed. A one-sequence step
 // through decode_batch is the single-sequence decode graph: bit for bit. decode_batch_greedy's
 // device argmax equals the host's over decode_batch's rows of the same step. Models with recurrent
-// state (Qwen3.5) hold one sequence on CUDA: asking for three is a clear error.
+// state (Qwen3.5) hold one sequence on CUDA: asking for three is a clear error. TT_SEQ_KV_CACHE=int8
+// runs the same with the 8-bit KV cache (each slot its own rows and scales).
 #include "backends/cuda/cuda_backend.h"
 #include "format/archive.h"
 #include "model/model_spec.h"
@@ -73,6 +74,7 @@ TEST(Sequences, BatchedDecodeMatchesEachSequenceAlone) {
         opt.device = "cuda";
         opt.context = std::min(spec.max_context, 128);
         opt.n_sequences = 3;
+        if (const char* kv = std::getenv("TT_SEQ_KV_CACHE")) opt.kv_cache = parse_kv_cache_type(kv);
         if (spec.has_delta_net()) {
             try {
                 make_backend(a, opt);

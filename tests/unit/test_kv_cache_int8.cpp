@@ -7,10 +7,12 @@
 #include "convert/convert.h"
 #include "core/error.h"
 #include "format/archive.h"
+#include "model/archive_spec.h"
 #include "runtime/backend.h"
 #include "runtime/compare.h"
 #include "runtime/kv_cache_type.h"
 #include "runtime/parity.h"
+#include "runtime/plan.h"
 #include "runtime/reference.h"
 #include "test_convert_util.h"
 
@@ -105,20 +107,27 @@ const Archive& tinystories() {
 
 }  // namespace
 
-TEST(KvCacheInt8, CudaRefusesIt) {
-    BackendOptions opt;
-    opt.kv_cache = KvCacheType::int8;
-    opt.context = 16;
-    for (const char* dev : {"cuda", "cuda:0"}) {
-        opt.device = dev;
-        try {
-            make_backend(tinystories(), opt);
-            FAIL() << dev << ": expected an error";
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find("--kv-cache int8: the CUDA backend has no 8-bit KV cache yet"), std::string::npos)
-                << e.what();
+// The GPU planner's bytes for the 8-bit cache (the CUDA backend allocates from the same
+// arithmetic): a byte a value and an f32 scale a (position, KV head) row, K and V; the prefill's
+// dequantized rows in the weights' dtype; and no layer for the CPU beside the GPU.
+TEST(KvCacheInt8, PlannerCountsItsBytes) {
+    const ModelSpec s = spec_from_archive(tinystories());
+    constexpr int ctx = 256;
+    uint64_t want = 0, f32 = 0;
+    for (int il = 0; il < s.n_layers; ++il)
+        if (s.has_kv(il)) {
+            want += 2 * uint64_t(ctx) * uint64_t(s.layer_kv_dim(il) + 4 * s.layer_n_kv_heads(il));
+            f32 += 2 * uint64_t(ctx) * uint64_t(s.layer_kv_dim(il)) * 4;
         }
-    }
+    EXPECT_EQ(kv_cache_bytes(s, ctx, DType::f32, KvCacheType::int8), want);
+    EXPECT_EQ(kv_cache_bytes(s, ctx, DType::f32), f32);
+    EXPECT_LT(kv_cache_bytes(s, ctx, DType::bf16, KvCacheType::int8), kv_cache_bytes(s, ctx, DType::bf16));
+    const auto lines = fixed_vram_lines(s, DType::bf16, ctx, 1, KvCacheType::int8);
+    EXPECT_NE(lines[0].what.find("8-bit"), std::string::npos) << lines[0].what;
+    EXPECT_EQ(lines[0].bytes, kv_cache_bytes(s, ctx, DType::bf16, KvCacheType::int8));
+    const auto pre = prefill_buffers(s, 64, ctx, DType::bf16, 1, KvCacheType::int8);
+    EXPECT_EQ(pre[size_t(PrefillBuf::kv_rows)].bytes, 2 * uint64_t(ctx) * uint64_t(s.kv_dim()) * 2);
+    EXPECT_EQ(prefill_buffers(s, 64, ctx, DType::bf16, 1)[size_t(PrefillBuf::kv_rows)].bytes, 0u);
 }
 
 TEST(KvCacheInt8, TinyStoriesOverALongStory) {

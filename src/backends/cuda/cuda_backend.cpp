@@ -128,6 +128,7 @@ struct DevLayer {
     const void *ffn_norm, *ffn_post_norm, *b_gate, *b_up, *b_down;
     DevWeight wq, wk, wv, wo, w_gate, w_up, w_down;
     DeviceBuffer k_cache, v_cache;
+    DeviceBuffer k_scale, v_scale;  // --kv-cache int8: [n_ctx, n_kv_heads] f32 row scales per slot
     bool qkv_adjacent = false;      // wq, wk, wv back to back in VRAM: one prefill GEMM for all three
     bool gate_up_adjacent = false;  // likewise w_gate, w_up
     // Mixture-of-experts layers: the router, and each expert's block base (gate at the base, up,
@@ -243,7 +244,7 @@ private:
     // The MLPs' activation (and Gemma 4's per-layer gate's), as the kernels name it.
     GateAct gate_act() const { return spec_.activation == Activation::silu ? GateAct::silu : GateAct::gelu_tanh; }
     // Attention layers: the flash kernel serves this layer's head_dim (else scores are materialized).
-    bool flash(int il) const { return prefill_attention_supported(kvdt_, spec_.layer_head_dim(il)); }
+    bool flash(int il) const { return prefill_attention_supported(adt_, spec_.layer_head_dim(il)); }
     // A decode step of several sequences through prefill(): row i's position and slot on the device.
     struct BatchRows {
         const int32_t* d_pos;
@@ -306,6 +307,11 @@ private:
     std::string device_name_;
     int n_sms_ = 0;
     DType wdt_ = DType::bf16, kvdt_ = DType::bf16;
+    // kv_type_ int8: kvdt_ is i8 (values) and attention computes in adt_, the weights' dtype; else
+    // adt_ == kvdt_.
+    KvCacheType kv_type_ = KvCacheType::automatic;
+    DType adt_ = DType::bf16;
+    float* slot_scales(const DeviceBuffer& b) const { return b.ptr ? static_cast<float*>(slot_ptr(b)) : nullptr; }
     int n_ctx_ = 0, n_past_ = 0;
     // Sequence slots: n_past_ is the selected slot's (cur_); slot_past_ keeps the others'.
     int n_seq_ = 1, cur_ = 0;
@@ -449,7 +455,14 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
         if (t.view.dtype != wdt_ && t.view.quant == QuantScheme::none && !scales.count(t.view.data))
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
-    kvdt_ = kv_cache_dtype(wdt_);  // the planner's rule too (runtime/device_buffers.h)
+    kv_type_ = opt.kv_cache;
+    kvdt_ = kv_cache_dtype(wdt_, kv_type_);  // the planner's rule too (runtime/device_buffers.h)
+    adt_ = kv_cache_dtype(wdt_);
+    if (kv_type_ == KvCacheType::int8)
+        for (int il = 0; il < spec_.n_layers; ++il)
+            if (spec_.has_kv(il) && spec_.layer_head_dim(il) % 16 != 0)
+                fail("{}: --kv-cache int8 on CUDA needs head_dim a multiple of 16, but layer {} has {}; use --device cpu or host",
+                     a.path(), il, spec_.layer_head_dim(il));
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     n_seq_ = std::max(1, opt.n_sequences);
@@ -470,6 +483,10 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
+    // note: the CPU layers' caches would have to cross the bus with their scales (copy_cpu_kv).
+    if (kv_type_ == KvCacheType::int8 && plan_.n_cpu_layers > 0)
+        fail("{}: --kv-cache int8 on CUDA does not run layers on the CPU beside the GPU yet (the plan {}); use --cpu-layers 0 "
+             "with a larger --vram-budget, or --kv-cache auto", a.path(), plan_.summary());
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
@@ -497,7 +514,7 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
         if (spec_.is_attention(il) && !flash(il) && std::find(no_flash.begin(), no_flash.end(), hd) == no_flash.end()) {
             no_flash.push_back(hd);
             log::info("prefill attention: no flash kernel for {} with head_dim {}; those layers materialize their scores in "
-                      "chunks of {} queries (more memory traffic, slower prefill)", dtype_name(kvdt_), hd, k_attn_query_chunk);
+                      "chunks of {} queries (more memory traffic, slower prefill)", dtype_name(adt_), hd, k_attn_query_chunk);
         }
     }
 
@@ -512,9 +529,14 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     for (int il = 0; il < spec_.n_layers; ++il) {
         DevLayer& l = layers_[size_t(il)];
         if (spec_.has_kv(il)) {
-            const size_t kv_bytes = kv_cache_layer_bytes(spec_, il, n_ctx_, wdt_) * size_t(n_seq_);
-            l.k_cache = DeviceBuffer(kv_bytes);
-            l.v_cache = DeviceBuffer(kv_bytes);
+            const size_t kv_values = size_t(n_ctx_) * size_t(spec_.layer_kv_dim(il)) * dtype_size(kvdt_) * size_t(n_seq_);
+            l.k_cache = DeviceBuffer(kv_values);
+            l.v_cache = DeviceBuffer(kv_values);
+            if (kv_type_ == KvCacheType::int8) {  // kv_cache_layer_bytes counts these too
+                const size_t row_scales = size_t(n_ctx_) * size_t(spec_.layer_n_kv_heads(il)) * 4 * size_t(n_seq_);
+                l.k_scale = DeviceBuffer(row_scales);
+                l.v_scale = DeviceBuffer(row_scales);
+            }
         } else if (spec_.is_delta_net(il)) {
             l.state = DeviceBuffer(dn.state_floats() * 4);
             l.conv_state = DeviceBuffer(dn.conv_state_floats() * 4);
@@ -847,6 +869,7 @@ void CudaBackend::decode_step() {
 
             DecodeAttnArgs at{};
             at.k_cache = slot_ptr(C.k_cache); at.v_cache = slot_ptr(C.v_cache); at.kv_dt = kvdt_;
+            at.k_scale = slot_scales(C.k_scale); at.v_scale = slot_scales(C.v_scale);
             at.out = att_.as<float>(); at.partial = partial_.as<float>(); at.arrivals = arrivals_.as<int>(); at.d_pos = d_io + 1;
             at.n_heads = s.layer_n_heads(il); at.n_kv_heads = s.layer_n_kv_heads(il); at.head_dim = s.layer_head_dim(il);
             at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
@@ -1053,6 +1076,7 @@ RopeArgs CudaBackend::rope_args(int il, float* q, float* k, const float* v, int 
     r.n_heads = s.layer_n_heads(il); r.n_kv_heads = s.layer_n_kv_heads(il); r.head_dim = s.layer_head_dim(il); r.n = n;
     // A KV-shared layer (k null) writes no cache; its attention reads its source layer's.
     r.k_cache = slot_ptr(L.k_cache); r.v_cache = slot_ptr(L.v_cache); r.kv_dt = kvdt_;
+    r.k_scale = slot_scales(L.k_scale); r.v_scale = slot_scales(L.v_scale);
     r.v_norm = s.v_norm;
     return r;
 }
@@ -1385,11 +1409,12 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
     const int n = int(tokens.size());
     const int H = s.hidden_dim;
     const int n_keys = batch ? 1 : n_past_ + n;  // (a batched step's attention needs no score buffer)
-    const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_);
+    // ke: the cache's bytes a value; ae: attention's (q, the probabilities, the 8-bit cache's rows dequantized).
+    const size_t we = dtype_size(wdt_), ke = dtype_size(kvdt_), ae = dtype_size(adt_);
     TT_ASSERT(!batch || (all_logits && !s.has_delta_net() && !host_layers_));
     prefill_cap_ = std::max(n, prefill_cap_);
     keys_cap_ = std::max(n_keys, keys_cap_);
-    grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1));
+    grow_prefill_buffers(prefill_buffers(s, prefill_cap_, keys_cap_, wdt_, all_logits ? n : 1, kv_type_));
     float* x = px_.as<float>();
     sync_cpu_kv_to_device(n_past_);  // the GPU computes the CPU layers too: it needs their decoded rows
     ws_->begin_pass(WeightStream::Pass::prefill);  // each streamed layer (CPU layers too) crosses the bus once per chunk
@@ -1435,6 +1460,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                 // with a row dimension (RoPE, q/k norm and the cache write inside, as in decode).
                 DecodeAttnArgs at{};
                 at.k_cache = C.k_cache.ptr; at.v_cache = C.v_cache.ptr; at.kv_dt = kvdt_;
+                at.k_scale = C.k_scale.as<float>(); at.v_scale = C.v_scale.as<float>();
                 at.partial = batch_partial_.as<float>(); at.arrivals = batch_arrivals_.as<int>(); at.d_pos = batch->d_pos;
                 at.n_heads = NH; at.n_kv_heads = NKV; at.head_dim = HD;
                 at.n_ctx = n_ctx_; at.n_splits = n_splits_; at.window = sliding ? s.sliding_window : 0;
@@ -1442,27 +1468,41 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                 at.rope_fused = true;
                 at.rope = r;
                 at.rope.k_cache = L.k_cache.ptr; at.rope.v_cache = L.v_cache.ptr;  // the kernel adds each row's slot
+                at.rope.k_scale = L.k_scale.as<float>(); at.rope.v_scale = L.v_scale.as<float>();
                 at.rope.d_pos0 = batch->d_pos;
                 at.n_rows = n; at.d_slot = batch->d_slot; at.slot_stride = C.k_cache.bytes / size_t(n_seq_) / ke;
                 at.out_w = patt_.ptr; at.out_stride = Q; at.partial_stride = partial_.bytes / sizeof(float);
                 decode_attention(at, stream_);
             } else {
                 r.pos0 = n_past_;
-                r.q_out = pqb_.ptr; r.q_out_dt = kvdt_;
+                r.q_out = pqb_.ptr; r.q_out_dt = adt_;
                 rope_qkv(r, stream_);
+                // The keys attention reads: the cache, or the 8-bit cache's rows so far dequantized
+                // (the values the decode kernel's products see; rounded to adt_).
+                const void* kcache = slot_ptr(C.k_cache);
+                const void* vcache = slot_ptr(C.v_cache);
+                if (kv_type_ == KvCacheType::int8) {
+                    const int rows = (n_past_ + n) * NKV;
+                    void* kd = pbuf(PrefillBuf::kv_rows).ptr;
+                    void* vd = static_cast<uint8_t*>(kd) + size_t(keys_cap_) * KV * ae;
+                    dequantize(kcache, slot_scales(C.k_scale), QuantScheme::int8, 0, rows, HD, kd, adt_, stream_);
+                    dequantize(vcache, slot_scales(C.v_scale), QuantScheme::int8, 0, rows, HD, vd, adt_, stream_);
+                    kcache = kd;
+                    vcache = vd;
+                }
                 if (flash(il)) {
                     PrefillAttnArgs fa{};
                     fa.q = pqb_.ptr; fa.q_stride = Q;
-                    fa.k_cache = slot_ptr(C.k_cache); fa.v_cache = slot_ptr(C.v_cache);
+                    fa.k_cache = kcache; fa.v_cache = vcache;
                     fa.out = patt_.ptr; fa.out_stride = Q;
-                    fa.dt = kvdt_; fa.n_q = n; fa.n_heads = NH; fa.n_kv_heads = NKV; fa.head_dim = HD;
+                    fa.dt = adt_; fa.n_q = n; fa.n_heads = NH; fa.n_kv_heads = NKV; fa.head_dim = HD;
                     fa.q_pos0 = n_past_; fa.window = sliding ? s.sliding_window : 0;
                     fa.scale = s.attn_scale; fa.softcap = s.attn_softcap;
                     prefill_attention(fa, stream_);
                 } else {
                     // Attention per query chunk: scores = Q K^T over the keys the chunk can see, masked softmax,
                     // out = P V. Heads that share a KV head are batched with a stride over the group.
-                    const cudaDataType_t kt = cuda_type(kvdt_);
+                    const cudaDataType_t kt = cuda_type(adt_);
                     for (int c0 = 0; c0 < n; c0 += k_attn_query_chunk) {
                         const int nq = std::min(k_attn_query_chunk, n - c0);
                         const int nk = n_past_ + c0 + nq;  // keys visible to the chunk's last query
@@ -1471,8 +1511,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                         const float one = 1.0f, zero = 0.0f;
                         for (int j = 0; j < group; ++j) {
                             // For kv head g: q head = g*group + j. Batch over g.
-                            const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ke;
-                            const void* kb = static_cast<const uint8_t*>(slot_ptr(C.k_cache)) + size_t(k_lo) * KV * ke;
+                            const void* qb = static_cast<const uint8_t*>(pqb_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * ae;
+                            const void* kb = static_cast<const uint8_t*>(kcache) + size_t(k_lo) * KV * ae;
                             float* sc = pscores_.as<float>() + size_t(j) * NKV * size_t(nq) * nk_used;
                             // scores^T[nk, nq] (col-major) = K_g[nk, HD] · Q_h^T
                             TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
@@ -1482,11 +1522,11 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
                         }
                         // Scores are laid out [j][g][q][k] = head order (j, g); the softmax is per row, so the
                         // head order does not matter there, only in the P V product below.
-                        masked_softmax(pscores_.as<float>(), pprobs_.ptr, kvdt_, NH, nq, nk_used, n_past_ + c0 - k_lo,
+                        masked_softmax(pscores_.as<float>(), pprobs_.ptr, adt_, NH, nq, nk_used, n_past_ + c0 - k_lo,
                                        sliding ? s.sliding_window : 0, s.attn_scale, s.attn_softcap, stream_);
                         for (int j = 0; j < group; ++j) {
-                            const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * NKV * size_t(nq) * nk_used * ke;
-                            const void* vb = static_cast<const uint8_t*>(slot_ptr(C.v_cache)) + size_t(k_lo) * KV * ke;
+                            const void* pb = static_cast<const uint8_t*>(pprobs_.ptr) + size_t(j) * NKV * size_t(nq) * nk_used * ae;
+                            const void* vb = static_cast<const uint8_t*>(vcache) + size_t(k_lo) * KV * ae;
                             void* ob = static_cast<uint8_t*>(patt_.ptr) + (size_t(c0) * Q + size_t(j) * HD) * we;
                             // out^T[HD, nq] (col-major, ld Q) = V_g^T[HD, nk] · P^T[nk, nq]
                             TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(

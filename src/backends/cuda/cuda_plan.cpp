@@ -60,6 +60,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
     in.n_sequences = opt.n_sequences;
+    in.kv_cache = opt.kv_cache;
     in.vram_budget = opt.vram_budget;
     in.expert_slots = opt.expert_slots;
     in.cpu_layers = opt.cpu_layers;

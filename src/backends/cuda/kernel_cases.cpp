@@ -19,6 +19,7 @@
 #include "core/quant.h"
 #include "core/thread_pool.h"
 #include "runtime/device_buffers.h"
+#include "runtime/kv_cache_type.h"
 #include "runtime/rope.h"
 
 #include <cublas_v2.h>
@@ -362,6 +363,30 @@ std::vector<Measured> residual_rmsnorm_case(CaseEnv& e, DType dt, const NormShap
             {"normalized", rel_err(dout.get(ref_out.size(), c.out_dt), ref_out), out_tol}};
 }
 
+// The 8-bit KV cache (runtime/kv_cache_type.h) of x ([rows, n_heads * hd]): its INT8 bytes, and its
+// row scales in *scales; x becomes the values the CPU reads back (round_kv_row_int8's).
+std::vector<uint8_t> store_kv_int8(Floats& x, int hd, Floats& scales) {
+    const size_t n_rows = x.size() / size_t(hd);
+    std::vector<uint8_t> q(x.size());
+    scales.assign(n_rows, 0.0f);
+    for (size_t r = 0; r < n_rows; ++r) {
+        quantize_row(QuantScheme::int8, 0, &x[r * hd], hd, &q[r * hd], &scales[r]);
+        dequantize_row(QuantScheme::int8, 0, &q[r * hd], &scales[r], hd, &x[r * hd]);
+    }
+    return q;
+}
+
+// Rows [row0, row0 + n) of a device 8-bit cache (values q, scales s; kv_dim = n_kv * hd), dequantized.
+Floats load_kv_int8(Dev& q, Dev& s, int row0, int n, int n_kv, int hd) {
+    const size_t kv = size_t(n_kv) * hd, total = size_t(row0 + n);
+    const auto b = q.get<uint8_t>(total * kv);
+    const auto sc = s.get<float>(total * n_kv);
+    Floats x(size_t(n) * kv);
+    for (size_t r = 0; r < size_t(n) * n_kv; ++r)
+        dequantize_row(QuantScheme::int8, 0, &b[size_t(row0) * kv + r * hd], &sc[size_t(row0) * n_kv + r], hd, &x[r * hd]);
+    return x;
+}
+
 struct RopeShape {
     int n_heads, n_kv, hd, rotary, n, pos0;
     bool norm, bias;
@@ -371,6 +396,7 @@ struct RopeShape {
     // attention_k_eq_v (v is the raw k); proportional RoPE rotates the first rotated_pairs pairs.
     bool v_norm = false, shared = false, k_eq_v = false;
     int rotated_pairs = 0;
+    bool q8 = false;  // the 8-bit KV cache (q_out in the case's dtype)
 };
 struct RopeTols {
     double q, q_out, k, v;
@@ -412,10 +438,15 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
                 cpu::rmsnorm_unweighted(vh, 1e-6f, vh, c.hd);
             }
     }
-    const DType cdt = c.caches_in_dt ? dt : DType::f32;
+    const DType cdt = c.q8 ? DType::i8 : c.caches_in_dt ? dt : DType::f32, qdt = c.q8 ? dt : cdt;
     const size_t es = dtype_size(cdt);
+    if (c.q8) {  // the rows as the CPU's 8-bit cache holds them
+        round_kv_row_int8(rk.data(), c.n * c.n_kv, c.hd);
+        round_kv_row_int8(rv.data(), c.n * c.n_kv, c.hd);
+    }
     Dev dq(q), dk(k), dv(v), dbq(bqb), dbk(bkb), dbv(bvb), dqn(qnb), dkn(knb), dinv(table.inv_freq);
-    Dev kc(size_t(n_ctx) * KV * es), vc(size_t(n_ctx) * KV * es), qo(size_t(c.n) * Q * es);
+    Dev kc(size_t(n_ctx) * KV * es), vc(size_t(n_ctx) * KV * es), qo(size_t(c.n) * Q * dtype_size(qdt));
+    Dev ks(size_t(n_ctx) * c.n_kv * 4), vs(size_t(n_ctx) * c.n_kv * 4);
     Dev dpos(std::vector<int>{c.pos0});
     RopeArgs a{};
     a.q = dq.as<float>();
@@ -444,23 +475,31 @@ std::vector<Measured> rope_case(CaseEnv& e, DType dt, const RopeShape& c, const 
     a.k_cache = kc.p;
     a.v_cache = vc.p;
     a.kv_dt = cdt;
+    a.k_scale = c.q8 ? ks.as<float>() : nullptr;
+    a.v_scale = c.q8 ? vs.as<float>() : nullptr;
     a.q_out = qo.p;
-    a.q_out_dt = cdt;
+    a.q_out_dt = qdt;
     rope_qkv(a, nullptr);
     if (c.shared) {
         // A KV-shared layer leaves both caches as they were (poisoned: every byte 0xff).
         const auto kb = kc.get<uint8_t>(size_t(n_ctx) * KV * es), vb = vc.get<uint8_t>(size_t(n_ctx) * KV * es);
         const auto untouched = [](const std::vector<uint8_t>& b) { return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0xff; }); };
         return {{"q in place", rel_err(dq.get(rq.size()), rq), tol.q},
-                {"q out", rel_err(qo.get(rq.size(), cdt), rq), tol.q_out},
+                {"q out", rel_err(qo.get(rq.size(), qdt), rq), tol.q_out},
                 {"caches untouched", untouched(kb) && untouched(vb) ? 0.0 : 1.0, 0.0}};
     }
     // Only the rows at positions pos0.. were written; the poisoned rows before them are not compared.
-    const Floats kcache = kc.get(size_t(n_ctx) * KV, cdt), vcache = vc.get(size_t(n_ctx) * KV, cdt);
-    const Floats kgot(kcache.begin() + ptrdiff_t(size_t(c.pos0) * KV), kcache.end());
-    const Floats vgot(vcache.begin() + ptrdiff_t(size_t(c.pos0) * KV), vcache.end());
+    Floats kgot, vgot;
+    if (c.q8) {
+        kgot = load_kv_int8(kc, ks, c.pos0, c.n, c.n_kv, c.hd);
+        vgot = load_kv_int8(vc, vs, c.pos0, c.n, c.n_kv, c.hd);
+    } else {
+        const Floats kcache = kc.get(size_t(n_ctx) * KV, cdt), vcache = vc.get(size_t(n_ctx) * KV, cdt);
+        kgot.assign(kcache.begin() + ptrdiff_t(size_t(c.pos0) * KV), kcache.end());
+        vgot.assign(vcache.begin() + ptrdiff_t(size_t(c.pos0) * KV), vcache.end());
+    }
     return {{"q in place", rel_err(dq.get(rq.size()), rq), tol.q},
-            {"q out", rel_err(qo.get(rq.size(), cdt), rq), tol.q_out},
+            {"q out", rel_err(qo.get(rq.size(), qdt), rq), tol.q_out},
             {"k cache", rel_err(kgot, rk), tol.k},
             {"v cache", rel_err(vgot, rv), tol.v}};
 }
@@ -474,7 +513,9 @@ struct DecodeShape {
 std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const DecodeShape& c, bool cuda_cores_only, double tol) {
     const int KV = c.n_kv * c.hd, group = c.n_heads / c.n_kv, n_ctx = c.len + 5;
     auto q = randn(e.rng, size_t(c.n_heads) * c.hd), k = randn(e.rng, size_t(n_ctx) * KV), v = randn(e.rng, size_t(n_ctx) * KV);
-    auto kb = store(k, kv_dt), vb = store(v, kv_dt);
+    const bool q8 = kv_dt == DType::i8;  // the 8-bit cache: INT8 rows and their scales
+    Floats ksc, vsc;
+    auto kb = q8 ? store_kv_int8(k, c.hd, ksc) : store(k, kv_dt), vb = q8 ? store_kv_int8(v, c.hd, vsc) : store(v, kv_dt);
     const float scale = 1.0f / std::sqrt(float(c.hd));
     Floats ref(static_cast<size_t>(c.n_heads) * c.hd), scores(static_cast<size_t>(c.len));
     const int pos = c.len - 1, first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
@@ -482,7 +523,7 @@ std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const Decod
         cpu::attend_head(&q[size_t(h) * c.hd], k.data(), v.data(), KV, (h / group) * c.hd, c.hd, first, pos, scale, c.softcap,
                          scores.data(), &ref[size_t(h) * c.hd]);
     const int splits = decode_attention_splits(c.n_kv, e.n_sms);
-    Dev dq(q), dk(kb), dv(vb), dout(ref.size() * 4);
+    Dev dq(q), dk(kb), dv(vb), dout(ref.size() * 4), dks(ksc), dvs(vsc);
     Dev part(decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);
     Dev dpos(std::vector<int>{pos});
     Dev arrivals(std::vector<int>(size_t(c.n_kv), 0));
@@ -491,6 +532,8 @@ std::vector<Measured> decode_attention_case(CaseEnv& e, DType kv_dt, const Decod
     a.k_cache = dk.p;
     a.v_cache = dv.p;
     a.kv_dt = kv_dt;
+    a.k_scale = q8 ? dks.as<float>() : nullptr;
+    a.v_scale = q8 ? dvs.as<float>() : nullptr;
     a.out = dout.as<float>();
     a.partial = part.as<float>();
     a.arrivals = arrivals.as<int>();
@@ -519,6 +562,7 @@ struct FusedShape {
     // its source layer left it), attention_k_eq_v, proportional RoPE with rotated_pairs pairs.
     bool v_norm = false, shared = false, k_eq_v = false;
     int rotated_pairs = 0;
+    bool q8 = false;  // the 8-bit KV cache beside weights of the case's dtype
 };
 
 // The decode attention with RoPE fused: raw q/k/v of the newest token in, the cache row written
@@ -539,7 +583,9 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     auto bq = randn(e.rng, size_t(Q)), bk = randn(e.rng, size_t(KV)), bv = randn(e.rng, size_t(KV));
     auto qn = randn(e.rng, size_t(c.hd), 0.3f), kn = randn(e.rng, size_t(c.hd), 0.3f);
     auto bqb = store(bq, dt), bkb = store(bk, dt), bvb = store(bv, dt), qnb = store(qn, dt), knb = store(kn, dt);
-    auto kb = store(k, dt), vb = store(v, dt);  // the cache holds the weights' dtype
+    Floats ksc, vsc;  // the 8-bit cache's row scales
+    // The cache holds the weights' dtype, or the 8-bit rows.
+    auto kb = c.q8 ? store_kv_int8(k, c.hd, ksc) : store(k, dt), vb = c.q8 ? store_kv_int8(v, c.hd, vsc) : store(v, dt);
     // CPU: prepare q heads and the new k, write k/v at pos (rounded as the cache stores them), attend.
     Floats rq = q, rk = knew, rv = c.k_eq_v ? knew : vnew;
     for (int h = 0; h < c.n_heads + c.n_kv; ++h) {
@@ -556,8 +602,13 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     if (c.v_norm)
         for (int h = 0; h < c.n_kv; ++h) cpu::rmsnorm_unweighted(&rv[size_t(h) * c.hd], 1e-6f, &rv[size_t(h) * c.hd], c.hd);
     auto rk_st = rk, rv_st = rv;
-    store(rk_st, dt);
-    store(rv_st, dt);
+    if (c.q8) {
+        round_kv_row_int8(rk_st.data(), c.n_kv, c.hd);
+        round_kv_row_int8(rv_st.data(), c.n_kv, c.hd);
+    } else {
+        store(rk_st, dt);
+        store(rv_st, dt);
+    }
     Floats kref = k, vref = v;
     if (!c.shared) {
         std::copy(rk_st.begin(), rk_st.end(), kref.begin() + ptrdiff_t(size_t(pos) * KV));
@@ -570,7 +621,8 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
         cpu::attend_head(&rq[size_t(h) * c.hd], kref.data(), vref.data(), KV, (h / group) * c.hd, c.hd, first, pos, scale,
                          0.0f, scores.data(), &ref[size_t(h) * c.hd]);
     const int splits = decode_attention_splits(c.n_kv, e.n_sms);
-    Dev dq(q), dkn(knew), dvn(vnew), dk(kb), dv(vb), dout(ref.size() * 4);
+    Dev dq(q), dkn(knew), dvn(vnew), dk(kb), dv(vb), dout(ref.size() * 4), dks(ksc), dvs(vsc);
+    const DType kv_dt = c.q8 ? DType::i8 : dt;
     Dev dbq(bqb), dbk(bkb), dbv(bvb), dqn(qnb), dknorm(knb), dinv(table.inv_freq);
     Dev part(decode_attention_partial_floats(c.n_heads, c.hd, splits) * 4);
     Dev arrivals(std::vector<int>(size_t(c.n_kv), 0));
@@ -578,7 +630,9 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     DecodeAttnArgs a{};
     a.k_cache = dk.p;
     a.v_cache = dv.p;
-    a.kv_dt = dt;
+    a.kv_dt = kv_dt;
+    a.k_scale = c.q8 ? dks.as<float>() : nullptr;
+    a.v_scale = c.q8 ? dvs.as<float>() : nullptr;
     a.out = dout.as<float>();
     a.partial = part.as<float>();
     a.arrivals = arrivals.as<int>();
@@ -615,18 +669,24 @@ std::vector<Measured> decode_attention_rope_case(CaseEnv& e, DType dt, const Fus
     r.d_pos0 = dpos.as<int>();
     r.k_cache = dk.p;
     r.v_cache = dv.p;
-    r.kv_dt = dt;
+    r.kv_dt = kv_dt;
+    r.k_scale = c.q8 ? dks.as<float>() : nullptr;
+    r.v_scale = c.q8 ? dvs.as<float>() : nullptr;
     a.cuda_cores_only = cuda_cores_only;
     decode_attention(a, nullptr);
     const Floats got = dout.get(ref.size());
-    const size_t es = dtype_size(dt);
-    std::vector<uint8_t> row(size_t(KV) * es);
-    TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dk.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
-    Floats kgot(static_cast<size_t>(KV));
-    to_f32(row.data(), dt, kgot.data(), kgot.size());
-    TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dv.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
-    Floats vgot(static_cast<size_t>(KV));
-    to_f32(row.data(), dt, vgot.data(), vgot.size());
+    Floats kgot(static_cast<size_t>(KV)), vgot(static_cast<size_t>(KV));
+    if (c.q8) {
+        kgot = load_kv_int8(dk, dks, pos, 1, c.n_kv, c.hd);
+        vgot = load_kv_int8(dv, dvs, pos, 1, c.n_kv, c.hd);
+    } else {
+        const size_t es = dtype_size(dt);
+        std::vector<uint8_t> row(size_t(KV) * es);
+        TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dk.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
+        to_f32(row.data(), dt, kgot.data(), kgot.size());
+        TT_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<uint8_t*>(dv.p) + size_t(pos) * KV * es, row.size(), cudaMemcpyDeviceToHost));
+        to_f32(row.data(), dt, vgot.data(), vgot.size());
+    }
     const Floats kwant(kref.begin() + ptrdiff_t(size_t(pos) * KV), kref.begin() + ptrdiff_t(size_t(pos + 1) * KV));
     const Floats vwant(vref.begin() + ptrdiff_t(size_t(pos) * KV), vref.begin() + ptrdiff_t(size_t(pos + 1) * KV));
     // (A KV-shared layer must leave the row as the cache had it: the same comparison, exactly.)
@@ -1278,7 +1338,7 @@ std::vector<Measured> to_dtype_case(CaseEnv& e, DType dt, int64_t n) {
 
 // ---- the table ----
 
-constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16, i8 = DType::i8;
 
 // The doctor's tolerance: f32 outputs 1e-4 (summation order only), bf16 outputs 1e-2 (their own
 // rounding on top).
@@ -1408,7 +1468,7 @@ std::vector<KernelCase> build_table() {
         add("rope_qkv", dt,
             fmt::format("heads {}/{} head_dim {} rotary {} n {} pos {}{}{}, {} scaling, caches {}", c.n_heads, c.n_kv, c.hd,
                         c.rotary, c.n, c.pos0, c.norm ? ", q/k norm" : "", c.bias ? ", bias" : "", scaling_name(c.scaling),
-                        dtype_name(c.caches_in_dt ? dt : f32)),
+                        dtype_name(c.q8 ? i8 : c.caches_in_dt ? dt : f32)),
             quick, [=](CaseEnv& e) { return rope_case(e, dt, c, tol); });
     };
     // q/k norm, biases, llama3 scaling, positions past the start; caches and q_out in the case's dtype.
@@ -1421,6 +1481,13 @@ std::vector<KernelCase> build_table() {
                                     {32, 8, 128, 128, 1, 4000, true, false, RopeScaling::linear, false}};
     for (DType dt : {f32, f16, bf16})
         for (const RopeShape& c : rope_sweep) add_rope(dt, c, false, {1e-5, 1e-5, 1e-5, 1e-6});
+    // The 8-bit KV cache (rows and scales read back and dequantized against the CPU's rounding; a
+    // row element on a rounding tie of its own f32 value may land one step over, so 1e-2).
+    for (DType dt : {f32, bf16}) {
+        RopeShape c8{16, 8, 128, 128, 3, 100, true, true, RopeScaling::llama3, false};
+        c8.q8 = true;
+        add_rope(dt, c8, false, {1e-5, quick_tol(dt), 1e-2, 1e-2});
+    }
     // Gemma 4: the full layers' head_dim 512 with proportional RoPE (64 of 256 pairs rotate) and
     // the v-norm; a KV-shared layer (q only); attention_k_eq_v; sliding layers' head_dim 256.
     auto add_rope_g4 = [&](DType dt, const RopeShape& c) {
@@ -1464,7 +1531,7 @@ std::vector<KernelCase> build_table() {
                                         {8, 1, 512, 700, 0, 0, 2},    {8, 1, 512, 3000, 512, 30.0f, 2},
                                         // head_dim 96 (Phi-3), and the largest GQA group (16 query heads per KV head)
                                         {32, 32, 96, 200, 0, 0, 2},   {16, 1, 128, 70, 0, 0, 2}};
-    for (DType kv : {f32, f16, bf16})
+    for (DType kv : {f32, f16, bf16, i8})
         for (const DecodeShape& c : decode_sweep) add_decode(kv, c, false, 1e-5);
 
     const FusedShape fused_sweep[] = {{4, 2, 16, 16, 1, 0, false, false}, {16, 8, 128, 128, 300, 0, true, true},
@@ -1489,6 +1556,15 @@ std::vector<KernelCase> build_table() {
                                    {8, 1, 512, 512, 40, 0, true, false, true, false, true, 64},
                                    {8, 1, 256, 256, 900, 512, true, false, true, false, false, 0},
                                    {8, 1, 256, 256, 900, 512, true, false, true, true, false, 0}};
+    // The 8-bit KV cache beside f32 / bf16 weights (the new row quantized in the kernel).
+    for (DType dt : {f32, bf16})
+        for (FusedShape c : {fused_sweep[1], fused_sweep[2], g4_fused[0], g4_fused[1]}) {
+            c.q8 = true;
+            add("decode_attention rope", dt,
+                fmt::format("8-bit KV cache: heads {}/{} head_dim {} len {} window {}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
+                            c.v_norm ? ", v-norm" : "", c.shared ? ", KV-shared" : ""),
+                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, false, 1e-2); });
+        }
     for (DType dt : {f32, bf16})
         for (const FusedShape& c : g4_fused)
             add("decode_attention rope", dt,

@@ -21,17 +21,29 @@ constexpr int k_attn_threads = 256;
 // Keys per split at least: short contexts use few splits (the merge then reads few partials).
 constexpr int k_min_chunk = 32;
 
-// E contiguous elements of one K or V row (in shared memory) as floats, in 16-byte loads.
+// E contiguous elements of one K or V row (in shared memory) as floats, in 16-byte loads (8-byte
+// ones for the 8-bit cache, whose E = 8 elements are 8 bytes).
 template <typename KV, int E>
 __device__ __forceinline__ void load_row_piece(const KV* p, float (&out)[E]) {
-    constexpr int vec = 16 / sizeof(KV);
-    static_assert(E % vec == 0);
+    if constexpr (sizeof(KV) == 1) {
+        static_assert(E % 8 == 0);
 #pragma unroll
-    for (int c = 0; c < E / vec; ++c) {
-        const int4 raw = *reinterpret_cast<const int4*>(p + c * vec);
-        const KV* e = reinterpret_cast<const KV*>(&raw);
+        for (int c = 0; c < E / 8; ++c) {
+            const uint2 raw = *reinterpret_cast<const uint2*>(p + c * 8);
+            const KV* e = reinterpret_cast<const KV*>(&raw);
 #pragma unroll
-        for (int i = 0; i < vec; ++i) out[c * vec + i] = to_float(e[i]);
+            for (int i = 0; i < 8; ++i) out[c * 8 + i] = to_float(e[i]);
+        }
+    } else {
+        constexpr int vec = 16 / sizeof(KV);
+        static_assert(E % vec == 0);
+#pragma unroll
+        for (int c = 0; c < E / vec; ++c) {
+            const int4 raw = *reinterpret_cast<const int4*>(p + c * vec);
+            const KV* e = reinterpret_cast<const KV*>(&raw);
+#pragma unroll
+            for (int i = 0; i < vec; ++i) out[c * vec + i] = to_float(e[i]);
+        }
     }
 }
 
@@ -42,6 +54,12 @@ constexpr int k_stages = 4;
 __host__ __device__ constexpr int tile_rows(int head_dim, int kv_bytes) {
     const int r = 8192 / (head_dim * kv_bytes);  // 8 KB of K and 8 KB of V per tile
     return r < 4 ? 4 : r > 64 ? 64 : r;
+}
+// A stage's bytes: R K rows, R V rows and, for the 8-bit cache, their R + R scales (rounded up to
+// whole 16-byte pieces, the next stage's alignment).
+__host__ __device__ constexpr int stage_bytes(int head_dim, int kv_bytes) {
+    const int r = tile_rows(head_dim, kv_bytes);
+    return (2 * r * head_dim * kv_bytes + (kv_bytes == 1 ? 2 * r * 4 : 0) + 15) / 16 * 16;
 }
 
 // One block per (KV head, split, row); decode::load_queries prepares the group's q heads (and
@@ -63,7 +81,8 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
     const KV* k_cache = b.k_cache;
     const KV* v_cache = b.v_cache;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    const int R = tile_rows(hd, int(sizeof(KV))), row_bytes = hd * int(sizeof(KV));
+    constexpr bool Q8 = sizeof(KV) == 1;  // the 8-bit cache: each row's scale beside it in the stage
+    const int R = tile_rows(hd, int(sizeof(KV))), row_bytes = hd * int(sizeof(KV)), st_bytes = stage_bytes(hd, int(sizeof(KV)));
     float* s_q = smem;                  // [group][hd]
     float* s_k = smem + group * hd;     // [hd]: the newest k while it is prepared
     // [k_stages][K tile | V tile] of R rows; after the keys, [n_warps][GB][hd + 2]: the warps'
@@ -78,15 +97,22 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
 
     const int n_tiles = (end - start + R - 1) / R;
     const int pieces = row_bytes / 16;  // 16-byte pieces per row
-    // Tile t into stage st: K rows then V rows; rows past the split's end are zeros.
+    // Tile t into stage st: K rows then V rows (then, Q8, their scales); rows past the split's end are zeros.
     auto issue = [&](int t, int st) {
         if (t < n_tiles) {
-            char* dst = reinterpret_cast<char*>(s_tiles) + size_t(st) * 2 * R * row_bytes;
+            char* dst = reinterpret_cast<char*>(s_tiles) + size_t(st) * st_bytes;
             for (int c = threadIdx.x; c < 2 * R * pieces; c += blockDim.x) {
                 const int which = c / (R * pieces), rem = c % (R * pieces), r = rem / pieces, pc = rem % pieces;
                 const int j = start + t * R + r;
                 const KV* src = (which ? v_cache : k_cache) + size_t(j < end ? j : start) * kv_dim + size_t(kvh) * hd;
                 cp_async16(smem_addr(dst + (which * R + r) * row_bytes + pc * 16), reinterpret_cast<const char*>(src) + pc * 16, j < end);
+            }
+            if constexpr (Q8) {
+                for (int c = threadIdx.x; c < 2 * R; c += blockDim.x) {
+                    const int which = c / R, r = c % R, j = start + t * R + r;
+                    const float* src = (which ? b.v_scale : b.k_scale) + size_t(j < end ? j : start) * a.n_kv_heads + kvh;
+                    cp_async4(smem_addr(dst + 2 * R * row_bytes + c * 4), src, j < end);
+                }
             }
         }
         cp_async_commit();  // (an empty group past the last tile keeps the count of groups in step)
@@ -111,17 +137,22 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
             issue(t + k_stages - 1, (t + k_stages - 1) % k_stages);
             cp_async_wait<k_stages - 1>();
             __syncthreads();  // tile t is in shared memory for every thread
-            const KV* kt = reinterpret_cast<const KV*>(reinterpret_cast<const char*>(s_tiles) + size_t(t % k_stages) * 2 * R * row_bytes);
+            const KV* kt = reinterpret_cast<const KV*>(reinterpret_cast<const char*>(s_tiles) + size_t(t % k_stages) * st_bytes);
             const KV* vt = kt + size_t(R) * hd;
+            const float* kst = reinterpret_cast<const float*>(vt + size_t(R) * hd);  // Q8: K then V scales
+
             // rw is the warp's first row of the step (warp-uniform: the shuffles below need every
             // lane); this lane's rows are rw + sub + u * rows_per_load.
             for (int rw = warp * rows_per_load * U; rw < R; rw += n_warps * rows_per_load * U) {
                 float kr[U][E], vr[U][E];
+                float ksc[U], vsc[U];  // Q8: the rows' scales (1 otherwise)
                 bool valid[U];
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     const int r = rw + sub + u * rows_per_load;
                     valid[u] = r < R && start + t * R + r < end;
+                    ksc[u] = Q8 && r < R ? kst[r] : 1.0f;
+                    vsc[u] = Q8 && r < R ? kst[R + r] : 1.0f;
                     if (reads && r < R) {
                         load_row_piece<KV, E>(kt + size_t(r) * hd + piece, kr[u]);
                         load_row_piece<KV, E>(vt + size_t(r) * hd + piece, vr[u]);
@@ -148,6 +179,7 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
 #pragma unroll
                         for (int e = 0; e < E; ++e) d += qv[e] * kr[u][e];
                         for (int o = T / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+                        if constexpr (Q8) d *= ksc[u];  // q . (s k_q) = s (q . k_q)
                         d *= a.scale;
                         if (a.softcap > 0) d = a.softcap * tanhf(d / a.softcap);
                         sc[u] = valid[u] ? d : -INFINITY;
@@ -166,8 +198,9 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
                     for (int u = 0; u < U; ++u) {
                         const float p = sc[u] == -INFINITY ? 0.0f : __expf(sc[u] - mx);
                         l[g] += p;
+                        const float pv = Q8 ? p * vsc[u] : p;  // p (s v_q) = (p s) v_q
 #pragma unroll
-                        for (int e = 0; e < E; ++e) acc[g][e] += p * vr[u][e];
+                        for (int e = 0; e < E; ++e) acc[g][e] += pv * vr[u][e];
                     }
                 }
             }
@@ -251,10 +284,14 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
         fail("decode attention: GQA group {} or head_dim {} not supported (at most {} and 512, head_dim a multiple of 8)", group,
              hd, decode::k_max_group);
     if (a.n_rows > 1 && (!a.rope_fused || !a.out_w)) fail("decode attention: a batched step needs rope_fused and out_w");
-    // The fused path reads the cache in the weights' dtype (runtime/device_buffers.h, kv_cache_dtype).
-    if (a.rope_fused && a.kv_dt != a.rope.wdt)
+    // The fused path reads the cache in the weights' dtype (runtime/device_buffers.h, kv_cache_dtype),
+    // or the 8-bit cache.
+    const bool q8 = a.kv_dt == DType::i8;
+    if (a.rope_fused && a.kv_dt != a.rope.wdt && !q8)
         fail("decode attention: a {} KV cache with {} weights (the fused path keeps the cache in the weights' dtype)",
              dtype_name(a.kv_dt), dtype_name(a.rope.wdt));
+    if (q8 && (hd % 16 != 0 || !a.k_scale || !a.v_scale || (a.rope_fused && a.rope.k && (!a.rope.k_scale || !a.rope.v_scale))))
+        fail("decode attention: the 8-bit KV cache needs head_dim a multiple of 16 (got {}) and its row scales", hd);
     if (!a.cuda_cores_only && decode_attention_tensor_cores(a.kv_dt, hd, group)) {
         decode::launch_mma(a, s);
         TT_CUDA_LAUNCH_CHECK();
@@ -262,13 +299,29 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     }
     const int E = hd <= 256 ? 8 : 16, GB = E == 8 && group > 4 ? 8 : 4;
     const size_t kv_bytes = dtype_size(a.kv_dt);
-    const size_t tiles = size_t(k_stages) * 2 * size_t(tile_rows(hd, int(kv_bytes))) * size_t(hd) * kv_bytes;
+    const size_t tiles = size_t(k_stages) * size_t(stage_bytes(hd, int(kv_bytes)));
     const size_t smem = decode::smem_bytes(group, hd, tiles, k_attn_threads / 32, GB);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows));
     auto run = [&](auto kernel) {
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         launch(kernel, grid, k_attn_threads, smem, s, a);
     };
+    if (q8) {
+        // The 8-bit cache: ROPE in the weights' dtype W; without, q and the output are f32.
+        if (a.rope_fused) {
+            TT_DISPATCH_FLOAT(a.rope.wdt, W, {
+                if (E == 16) run(decode_attn_kernel<W, int8_t, true, 16, 4>);
+                else if (GB == 8) run(decode_attn_kernel<W, int8_t, true, 8, 8>);
+                else run(decode_attn_kernel<W, int8_t, true, 8, 4>);
+            });
+        } else {
+            if (E == 16) run(decode_attn_kernel<float, int8_t, false, 16, 4>);
+            else if (GB == 8) run(decode_attn_kernel<float, int8_t, false, 8, 8>);
+            else run(decode_attn_kernel<float, int8_t, false, 8, 4>);
+        }
+        TT_CUDA_LAUNCH_CHECK();
+        return;
+    }
     TT_DISPATCH_FLOAT(a.kv_dt, KV, {
         // ROPE: the weights' dtype is the cache's; without, q and the output are f32.
         if (a.rope_fused) {

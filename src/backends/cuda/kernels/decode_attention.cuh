@@ -35,6 +35,7 @@ struct Block {
     int kvh, split, row, hd, group, kv_dim, pos, len;
     size_t cache_off;
     const KV *k_cache, *v_cache;
+    const float *k_scale, *v_scale;  // KV int8_t: the rows' scales ([n_ctx, n_kv_heads], this sequence's)
     float* partial;
     int* arrivals;
     int n_active;    // splits that see keys
@@ -60,6 +61,8 @@ __device__ __forceinline__ Block<KV> block_of(const DecodeAttnArgs& a, int min_c
     b.cache_off = a.d_slot ? size_t(a.d_slot[b.row]) * a.slot_stride : 0;
     b.k_cache = static_cast<const KV*>(a.k_cache) + b.cache_off;
     b.v_cache = static_cast<const KV*>(a.v_cache) + b.cache_off;
+    b.k_scale = a.k_scale ? a.k_scale + b.cache_off / b.hd : nullptr;
+    b.v_scale = a.v_scale ? a.v_scale + b.cache_off / b.hd : nullptr;
     b.partial = a.partial + b.row * a.partial_stride;
     b.arrivals = a.arrivals + b.row * a.n_kv_heads;
     const int first = a.window > 0 ? max(0, b.len - a.window) : 0;
@@ -121,8 +124,14 @@ __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float*
                                 r.attention_factor, b.pos);
                 KV* kc = static_cast<KV*>(r.k_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
                 KV* vc = static_cast<KV*>(r.v_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
+                float *ks = nullptr, *vs = nullptr;  // the 8-bit cache's row scales
+                if (r.k_scale) {
+                    const size_t si = b.cache_off / hd + size_t(b.pos) * a.n_kv_heads + kvh;
+                    ks = r.k_scale + si;
+                    vs = r.v_scale + si;
+                }
                 write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
-                                     r.norm_eps);
+                                     r.norm_eps, ks, vs);
             }
         }
         // The newest row goes to the cache from this block's threads and comes back through

@@ -50,6 +50,7 @@ struct RopeArgs {
     void* k_cache; void* v_cache; DType kv_dt; // [n_ctx, kv_dim]
     void* q_out; DType q_out_dt;               // [n, q_dim] or null
     bool v_norm;                               // Gemma 4's unweighted v-norm (eps norm_eps)
+    float* k_scale = nullptr; float* v_scale = nullptr;  // kv_dt i8 (the 8-bit cache): [n_ctx, n_kv_heads] row scales
 };
 void rope_qkv(const RopeArgs& a, cudaStream_t s);
 
@@ -192,6 +193,11 @@ struct DecodeAttnArgs {
     int out_stride = 0;
     size_t partial_stride = 0;
     bool cuda_cores_only = false;  // tests and A/B benchmarks: the CUDA-core kernel even where the tensor-core one applies
+    // kv_dt i8, the 8-bit cache (runtime/kv_cache_type.h): [n_ctx, n_kv_heads] scales of the rows,
+    // a sequence's at d_slot[r] * slot_stride / head_dim floats (rope.k_scale/v_scale the same
+    // arrays). The CUDA-core kernel takes it (the values widened exactly, the scales applied to
+    // the scores and to the probabilities); the weights stay in rope.wdt.
+    const float* k_scale = nullptr; const float* v_scale = nullptr;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
 // Whether decode_attention runs on the tensor cores (16-bit caches, head_dim 64 or 128): q and the

@@ -36,7 +36,9 @@ __global__ void rope_qkv_kernel(RopeArgs a) {
         KV* vc = static_cast<KV*>(a.v_cache) + size_t(pos) * kv_dim + size_t(head) * hd;
         const float* vsrc = a.v + size_t(t) * a.v_stride + size_t(head) * hd;
         const W* bv = static_cast<const W*>(a.bv);
-        write_kv_head<W, KV>(kc, vc, hv, vsrc, bv ? bv + size_t(head) * hd : nullptr, hd, a.v_norm, a.norm_eps);
+        const size_t si = size_t(pos) * a.n_kv_heads + head;  // the 8-bit cache's row scales
+        write_kv_head<W, KV>(kc, vc, hv, vsrc, bv ? bv + size_t(head) * hd : nullptr, hd, a.v_norm, a.norm_eps,
+                             a.k_scale ? a.k_scale + si : nullptr, a.v_scale ? a.v_scale + si : nullptr);
     }
 }
 
@@ -45,8 +47,14 @@ void rope_qkv(const RopeArgs& a, cudaStream_t s) {
     const dim3 grid(unsigned(a.n), unsigned((heads + k_heads_per_block - 1) / k_heads_per_block));
     const size_t smem = size_t(k_heads_per_block) * a.head_dim * sizeof(float);
     const DType qdt = a.q_out ? a.q_out_dt : DType::f32;
-    TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, TT_DISPATCH_FLOAT(qdt, QO,
-        rope_qkv_kernel<W, KV, QO><<<grid, 32 * k_heads_per_block, smem, s>>>(a))));
+    if (a.kv_dt == DType::i8) {  // the 8-bit cache (write_kv_head)
+        if (a.k && (!a.k_scale || !a.v_scale)) fail("rope_qkv: the 8-bit KV cache without its row scales");
+        TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(qdt, QO,
+            rope_qkv_kernel<W, int8_t, QO><<<grid, 32 * k_heads_per_block, smem, s>>>(a)));
+    } else {
+        TT_DISPATCH_FLOAT(a.wdt, W, TT_DISPATCH_FLOAT(a.kv_dt, KV, TT_DISPATCH_FLOAT(qdt, QO,
+            rope_qkv_kernel<W, KV, QO><<<grid, 32 * k_heads_per_block, smem, s>>>(a))));
+    }
     TT_CUDA_LAUNCH_CHECK();
 }
 

@@ -7,6 +7,9 @@
 
 #include "backends/cuda/kernels/common.cuh"
 
+#include <cstdint>
+#include <type_traits>
+
 namespace tt::cuda {
 
 // Called by all 32 lanes of a warp. hv: [hd] shared memory, written here (visible to the warp on
@@ -39,10 +42,25 @@ __device__ void prepare_head(float* hv, const float* src, const W* bias, const W
     __syncwarp();
 }
 
+// One row of the 8-bit KV cache (runtime/kv_cache_type.h) written by one warp: value(d) for d < hd
+// as INT8 with one f32 scale, rounded as the CPU's quantize_row (core/quant.h): scale = max|x| / 127,
+// q = round_half_even(x / scale) clamped to +-127, 0 where the scale is 0 — true divisions.
+template <typename F>
+__device__ void write_int8_row(int8_t* q, float* scale, int hd, F value) {
+    const int lane = threadIdx.x & 31;
+    float amax = 0;
+    for (int d = lane; d < hd; d += 32) amax = fmaxf(amax, fabsf(value(d)));
+    const float s = __fdiv_rn(warp_max(amax), 127.0f);
+    for (int d = lane; d < hd; d += 32) q[d] = int8_t(s == 0.0f ? 0 : max(-127, min(127, __float2int_rn(__fdiv_rn(value(d), s)))));
+    if (lane == 0) *scale = s;
+}
+
 // One KV head's cache rows at one position, written by one warp: k from the prepared head hk
-// (shared memory), v = vsrc (+ bias), through Gemma 4's unweighted RMSNorm when v_norm.
+// (shared memory), v = vsrc (+ bias), through Gemma 4's unweighted RMSNorm when v_norm. KV int8_t:
+// the 8-bit cache, each row's scale to *ks / *vs (unused otherwise).
 template <typename W, typename KV>
-__device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc, const W* bv, int hd, bool v_norm, float eps) {
+__device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc, const W* bv, int hd, bool v_norm, float eps,
+                              float* ks = nullptr, float* vs = nullptr) {
     const int lane = threadIdx.x & 31;
     float inv = 1.0f;
     if (v_norm) {
@@ -53,10 +71,18 @@ __device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc
         }
         inv = rsqrtf(warp_sum(ss) / hd + eps);
     }
-    for (int d = lane; d < hd; d += 32) {
-        kc[d] = from_float<KV>(hk[d]);
+    auto v_at = [&](int d) {
         const float v = vsrc[d] + (bv ? to_float(bv[d]) : 0.0f);
-        vc[d] = from_float<KV>(v_norm ? v * inv : v);
+        return v_norm ? v * inv : v;
+    };
+    if constexpr (std::is_same_v<KV, int8_t>) {
+        write_int8_row(kc, ks, hd, [&](int d) { return hk[d]; });
+        write_int8_row(vc, vs, hd, v_at);
+    } else {
+        for (int d = lane; d < hd; d += 32) {
+            kc[d] = from_float<KV>(hk[d]);
+            vc[d] = from_float<KV>(v_at(d));
+        }
     }
 }
 
