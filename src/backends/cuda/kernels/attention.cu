@@ -140,7 +140,6 @@ __global__ void __launch_bounds__(k_attn_threads, E == 8 ? 2 : 1) decode_attn_ke
             const KV* kt = reinterpret_cast<const KV*>(reinterpret_cast<const char*>(s_tiles) + size_t(t % k_stages) * st_bytes);
             const KV* vt = kt + size_t(R) * hd;
             const float* kst = reinterpret_cast<const float*>(vt + size_t(R) * hd);  // Q8: K then V scales
-
             // rw is the warp's first row of the step (warp-uniform: the shuffles below need every
             // lane); this lane's rows are rw + sub + u * rows_per_load.
             for (int rw = warp * rows_per_load * U; rw < R; rw += n_warps * rows_per_load * U) {
