@@ -49,7 +49,7 @@ check "greedy text is not empty" [ -s "$tmp/t.cpu" ]
 # holds fewer bytes than the f32 cache's; no layer goes to the CPU beside the GPU with it.
 "$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --kv-cache int8 --json >"$tmp/p8.json"
 "$TT" -q plan "$tmp/ts.thin" --device-memory 8GiB --json >"$tmp/p.json"
-kv_line() { python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["plan"]["vram"][0]; print(l["what"].split(" (")[1].split(" ")[0], l["bytes"])' "$1"; }
+kv_line() { python3 -c 'import json,sys; l=[l for l in json.load(open(sys.argv[1]))["plan"]["vram"] if l["what"].startswith("KV cache")][0]; print(l["what"].split(" (")[1].split(" ")[0], l["bytes"])' "$1"; }
 read -r w8 b8 <<<"$(kv_line "$tmp/p8.json")"; read -r w b <<<"$(kv_line "$tmp/p.json")"
 check "plan --kv-cache int8: the KV line is the 8-bit cache's" [ "$w8" = "8-bit," ]
 check "plan --kv-cache int8: its bytes are under a third of the f32 cache's ($b8 < $b / 3)" [ "$b8" -lt $((b / 3)) ]
