@@ -13,6 +13,8 @@
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
 
+#include <type_traits>
+
 namespace tt::cuda {
 
 namespace {
@@ -305,34 +307,26 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
         if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         launch(kernel, grid, k_attn_threads, smem, s, a);
     };
-    if (q8) {
-        // The 8-bit cache: ROPE in the weights' dtype W; without, q and the output are f32.
-        if (a.rope_fused) {
-            TT_DISPATCH_FLOAT(a.rope.wdt, W, {
-                if (E == 16) run(decode_attn_kernel<W, int8_t, true, 16, 4>);
-                else if (GB == 8) run(decode_attn_kernel<W, int8_t, true, 8, 8>);
-                else run(decode_attn_kernel<W, int8_t, true, 8, 4>);
-            });
-        } else {
-            if (E == 16) run(decode_attn_kernel<float, int8_t, false, 16, 4>);
-            else if (GB == 8) run(decode_attn_kernel<float, int8_t, false, 8, 8>);
-            else run(decode_attn_kernel<float, int8_t, false, 8, 4>);
-        }
-        TT_CUDA_LAUNCH_CHECK();
-        return;
+    // The kernel for weights W (q and the output f32 without ROPE) and cache KV.
+    auto pick = [&](auto w, auto kv, auto rope) {
+        using W = decltype(w);
+        using KV = decltype(kv);
+        constexpr bool R = decltype(rope)::value;
+        if (E == 16) run(decode_attn_kernel<W, KV, R, 16, 4>);
+        else if (GB == 8) run(decode_attn_kernel<W, KV, R, 8, 8>);
+        else run(decode_attn_kernel<W, KV, R, 8, 4>);
+    };
+    using Rope = std::true_type;
+    using NoRope = std::false_type;
+    if (q8) {  // the 8-bit cache beside weights of any float dtype
+        if (a.rope_fused) TT_DISPATCH_FLOAT(a.rope.wdt, W, pick(W{}, int8_t{}, Rope{}));
+        else pick(float{}, int8_t{}, NoRope{});
+    } else {  // ROPE: the weights' dtype is the cache's
+        TT_DISPATCH_FLOAT(a.kv_dt, KV, {
+            if (a.rope_fused) pick(KV{}, KV{}, Rope{});
+            else pick(float{}, KV{}, NoRope{});
+        });
     }
-    TT_DISPATCH_FLOAT(a.kv_dt, KV, {
-        // ROPE: the weights' dtype is the cache's; without, q and the output are f32.
-        if (a.rope_fused) {
-            if (E == 16) run(decode_attn_kernel<KV, KV, true, 16, 4>);
-            else if (GB == 8) run(decode_attn_kernel<KV, KV, true, 8, 8>);
-            else run(decode_attn_kernel<KV, KV, true, 8, 4>);
-        } else {
-            if (E == 16) run(decode_attn_kernel<float, KV, false, 16, 4>);
-            else if (GB == 8) run(decode_attn_kernel<float, KV, false, 8, 8>);
-            else run(decode_attn_kernel<float, KV, false, 8, 4>);
-        }
-    });
     TT_CUDA_LAUNCH_CHECK();
 }
 
