@@ -167,18 +167,25 @@ DecodeBuffers decode_buffers(const ModelSpec& s, int n_splits) {
 }
 
 namespace {
-// One row's bytes: kv_dim values, and with the 8-bit cache a scale per KV head.
-uint64_t kv_row_bytes(int kv_dim, int n_kv_heads, DType weights, KvCacheType kv) {
-    return uint64_t(kv_dim) * dtype_size(kv_cache_dtype(weights, kv)) + (kv == KvCacheType::int8 ? uint64_t(n_kv_heads) * 4 : 0);
+// `context` rows of kv_dim values, and with the 8-bit cache a scale per KV head a row.
+KvCacheParts kv_parts(int context, int kv_dim, int n_kv_heads, DType weights, KvCacheType kv) {
+    return {uint64_t(context) * uint64_t(kv_dim) * dtype_size(kv_cache_dtype(weights, kv)),
+            kv == KvCacheType::int8 ? uint64_t(context) * uint64_t(n_kv_heads) * 4 : 0};
 }
 }  // namespace
 
+KvCacheParts kv_cache_layer_parts(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv) {
+    return s.has_kv(il) ? kv_parts(context, s.layer_kv_dim(il), s.layer_n_kv_heads(il), weights, kv) : KvCacheParts{};
+}
+
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv) {
-    return uint64_t(context) * kv_row_bytes(s.kv_dim(), s.n_kv_heads, weights, kv);
+    const KvCacheParts p = kv_parts(context, s.kv_dim(), s.n_kv_heads, weights, kv);
+    return p.values + p.scales;
 }
 
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv) {
-    return s.has_kv(il) ? uint64_t(context) * kv_row_bytes(s.layer_kv_dim(il), s.layer_n_kv_heads(il), weights, kv) : 0;
+    const KvCacheParts p = kv_cache_layer_parts(s, il, context, weights, kv);
+    return p.values + p.scales;
 }
 
 uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv) {

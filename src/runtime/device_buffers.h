@@ -168,6 +168,12 @@ constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, 
 // kv: --kv-cache (int8: a byte a value and an f32 scale a (position, KV head) row).
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
 uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
+// Layer il's K (or V) cache as the backend allocates it: the values, and the 8-bit cache's row
+// scales (0 otherwise); kv_cache_layer_bytes is their sum.
+struct KvCacheParts {
+    uint64_t values = 0, scales = 0;
+};
+KvCacheParts kv_cache_layer_parts(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv);
 // Whether some attention layer's prefill needs materialized scores (no flash kernel for its head_dim).
 bool prefill_needs_scores(const ModelSpec& s, DType weights);
 // The decode attention's split count is chosen for the fewest KV heads of any attention layer.

@@ -122,6 +122,12 @@ TEST(KvCacheInt8, PlannerCountsItsBytes) {
     EXPECT_EQ(kv_cache_bytes(s, ctx, DType::f32, KvCacheType::int8), want);
     EXPECT_EQ(kv_cache_bytes(s, ctx, DType::f32), f32);
     EXPECT_LT(kv_cache_bytes(s, ctx, DType::bf16, KvCacheType::int8), kv_cache_bytes(s, ctx, DType::bf16));
+    // The parts the CUDA backend allocates: values and scales, their sum the layer's bytes.
+    const KvCacheParts p8 = kv_cache_layer_parts(s, 0, ctx, DType::bf16, KvCacheType::int8);
+    EXPECT_EQ(p8.values, uint64_t(ctx) * uint64_t(s.layer_kv_dim(0)));
+    EXPECT_EQ(p8.scales, uint64_t(ctx) * uint64_t(s.layer_n_kv_heads(0)) * 4);
+    EXPECT_EQ(p8.values + p8.scales, kv_cache_layer_bytes(s, 0, ctx, DType::bf16, KvCacheType::int8));
+    EXPECT_EQ(kv_cache_layer_parts(s, 0, ctx, DType::bf16, KvCacheType::automatic).scales, 0u);
     const auto lines = fixed_vram_lines(s, DType::bf16, ctx, 1, KvCacheType::int8);
     EXPECT_NE(lines[0].what.find("8-bit"), std::string::npos) << lines[0].what;
     EXPECT_EQ(lines[0].bytes, kv_cache_bytes(s, ctx, DType::bf16, KvCacheType::int8));

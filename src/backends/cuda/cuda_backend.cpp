@@ -529,13 +529,12 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     for (int il = 0; il < spec_.n_layers; ++il) {
         DevLayer& l = layers_[size_t(il)];
         if (spec_.has_kv(il)) {
-            const size_t kv_values = size_t(n_ctx_) * size_t(spec_.layer_kv_dim(il)) * dtype_size(kvdt_) * size_t(n_seq_);
-            l.k_cache = DeviceBuffer(kv_values);
-            l.v_cache = DeviceBuffer(kv_values);
-            if (kv_type_ == KvCacheType::int8) {  // kv_cache_layer_bytes counts these too
-                const size_t row_scales = size_t(n_ctx_) * size_t(spec_.layer_n_kv_heads(il)) * 4 * size_t(n_seq_);
-                l.k_scale = DeviceBuffer(row_scales);
-                l.v_scale = DeviceBuffer(row_scales);
+            const KvCacheParts kv = kv_cache_layer_parts(spec_, il, n_ctx_, wdt_, kv_type_);  // the planner's bytes
+            l.k_cache = DeviceBuffer(kv.values * size_t(n_seq_));
+            l.v_cache = DeviceBuffer(kv.values * size_t(n_seq_));
+            if (kv.scales) {  // the 8-bit cache's row scales
+                l.k_scale = DeviceBuffer(kv.scales * size_t(n_seq_));
+                l.v_scale = DeviceBuffer(kv.scales * size_t(n_seq_));
             }
         } else if (spec_.is_delta_net(il)) {
             l.state = DeviceBuffer(dn.state_floats() * 4);

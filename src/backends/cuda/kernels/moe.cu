@@ -4,7 +4,8 @@
 // prefill. The expert GEMVs are the persistent GEMV of gemv.cuh over a "virtual" matrix that
 // stacks the top_k selected experts: its rows are read through base pointers the router wrote to
 // device memory, so one CUDA graph serves every selection (the pointers change, the launch does
-// not); quantized expert blocks take quant.cu's tensor-core GEMV the same way. Every kernel calls pdl_wait() before it reads what an earlier kernel wrote (launch.h).
+// not); quantized expert blocks take quant.cu's tensor-core GEMV the same way. Every kernel calls
+// pdl_wait() before it reads what an earlier kernel wrote (launch.h).
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/gemv.cuh"
 #include "backends/cuda/kernels/kernels.h"
