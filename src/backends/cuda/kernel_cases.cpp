@@ -1560,10 +1560,14 @@ std::vector<KernelCase> build_table() {
     for (DType dt : {f32, bf16})
         for (FusedShape c : {fused_sweep[1], fused_sweep[2], g4_fused[0], g4_fused[1]}) {
             c.q8 = true;
-            add("decode_attention rope", dt,
-                fmt::format("8-bit KV cache: heads {}/{} head_dim {} len {} window {}{}{}", c.n_heads, c.n_kv, c.hd, c.len, c.window,
-                            c.v_norm ? ", v-norm" : "", c.shared ? ", KV-shared" : ""),
-                false, [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, false, 1e-2); });
+            const std::string shape = fmt::format("8-bit KV cache: heads {}/{} head_dim {} len {} window {}{}{}", c.n_heads, c.n_kv,
+                                                  c.hd, c.len, c.window, c.v_norm ? ", v-norm" : "", c.shared ? ", KV-shared" : "");
+            const bool mma = decode_attention_tensor_cores(i8, c.hd, c.n_heads / c.n_kv);
+            add("decode_attention rope", dt, shape + (mma ? ", tensor cores" : ""), false,
+                [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, false, 1e-2); });
+            if (mma)
+                add("decode_attention rope", dt, shape + ", CUDA cores", false,
+                    [=](CaseEnv& e) { return decode_attention_rope_case(e, dt, c, true, 1e-2); });
         }
     for (DType dt : {f32, bf16})
         for (const FusedShape& c : g4_fused)

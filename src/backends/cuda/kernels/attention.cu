@@ -3,8 +3,8 @@
 // read once), keeps an unnormalized partial output with its running max and sum, and the last
 // block to finish merges the splits. RoPE and the KV-cache write of the new token can ride in the
 // same launch (one kernel per layer instead of three, which is what small models pay for). This
-// file's decode kernel runs on the CUDA cores and takes every dtype and head_dim; 16-bit caches of
-// head_dim 64 and 128 go to the tensor-core one (decode_attention_mma.cu), and both share
+// file's decode kernel runs on the CUDA cores and takes every dtype and head_dim; 16-bit and 8-bit
+// caches of head_dim 64 and 128 go to the tensor-core one (decode_attention_mma.cu), and both share
 // decode_attention.cuh. Prefill, for the models the flash kernel (flash_attention.cu) does not
 // cover: the masked softmax between the two cuBLAS products (scores = Q K^T, out = P V).
 #include "backends/cuda/kernels/decode_attention.cuh"

@@ -17,11 +17,19 @@
 //
 // Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill
 // and transformers' bf16 attention do), f32 accumulation and softmax.
+//
+// The 8-bit cache (KV int8_t, runtime/kv_cache_type.h): each stage's INT8 rows and their scales
+// arrive by cp.async, and the warp widens the rows into an f16 tile (exact: |q| <= 127) before
+// the same products; the key scales multiply S before the softmax, the value scales P after it
+// (its sum is of the unscaled P). q and P are then f16 whatever the weights' dtype (more mantissa
+// than bf16; a query beyond f16's range, 65504, is not one a normed model makes).
 #include "backends/cuda/kernels/decode_attention.cuh"
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/flash_tile.cuh"
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
+
+#include <type_traits>
 
 namespace tt::cuda {
 
@@ -31,26 +39,36 @@ constexpr int k_warps = 4, k_stages = 3;
 // Keys per split at least: one split covers the whole context up to 128 keys (no partials to
 // merge, which is most of a short context's attention time).
 constexpr int k_min_chunk = 128;
-// Keys per warp and stage: 4 KB of K and 4 KB of V.
+// Keys per warp and stage: 4 KB of K and 4 KB of V (the 8-bit cache: 2 KB each, their scales, and
+// one f16 tile of both per warp, which the stage being computed is widened into).
 template <int HD> constexpr int keys_per_stage() { return 2048 / HD; }
-template <int HD, typename T> constexpr size_t tiles_bytes() {
-    return size_t(k_warps) * k_stages * 2 * keys_per_stage<HD>() * HD * sizeof(T);
+template <int HD, typename KV> constexpr size_t stage_bytes() {
+    return 2 * keys_per_stage<HD>() * (HD * sizeof(KV) + (sizeof(KV) == 1 ? 4 : 0));
+}
+template <int HD, typename KV> constexpr size_t tiles_bytes() {
+    const size_t widened = sizeof(KV) == 1 ? 2 * keys_per_stage<HD>() * HD * sizeof(__half) : 0;
+    return size_t(k_warps) * (k_stages * stage_bytes<HD, KV>() + widened);
 }
 
-template <typename W, typename T, bool ROPE, int HD>
+// T: the products' 16-bit type; KV: the cache's (T, or int8_t for the 8-bit cache with T f16).
+template <typename W, typename T, typename KV, bool ROPE, int HD>
 __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(DecodeAttnArgs a) {
-    constexpr int BN = keys_per_stage<HD>(), CH = HD / 8;  // CH: 16-byte chunks per row
+    constexpr bool Q8 = sizeof(KV) == 1;
+    static_assert(Q8 ? std::is_same_v<T, __half> : std::is_same_v<T, KV>);
+    constexpr int BN = keys_per_stage<HD>(), CH = HD * int(sizeof(KV)) / 16;  // CH: 16-byte chunks per cache row
     extern __shared__ __align__(16) float smem[];
-    const decode::Block<T> b = decode::block_of<T>(a, k_min_chunk);
+    const decode::Block<KV> b = decode::block_of<KV>(a, k_min_chunk);
     const int group = b.group;
     float* s_q = smem;               // [group][HD] f32
     float* s_k = s_q + group * HD;   // [HD]: the newest k while it is prepared
-    T* tiles = reinterpret_cast<T*>(s_k + HD);  // [k_warps][k_stages][K | V][BN][HD], swizzled
+    // [k_warps][k_stages][K | V][BN][HD] swizzled (Q8: [K | V][BN][HD] INT8 rows, then [K | V][BN]
+    // scales, and after the stages each warp's widened [K | V][BN][HD] f16 tile, swizzled).
+    uint8_t* tiles = reinterpret_cast<uint8_t*>(s_k + HD);
     if (b.start >= b.end) return;  // an idle split: the active ones count their arrivals among themselves
     decode::prefetch_first_rows(b, k_warps * k_stages * BN);
     pdl_wait();  // q, k and v are the previous kernel's output
     pdl_launch_dependents();
-    decode::load_queries<W, T, ROPE>(a, b, s_q, s_k);
+    decode::load_queries<W, KV, ROPE>(a, b, s_q, s_k);
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
     // Q as A fragments (rows = the group's heads, zero past it), k-step kk: head_dim 16kk .. +15.
@@ -66,19 +84,31 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
     // This warp's chunks of BN keys: warp, warp + k_warps, ... of the split's.
     const int n_chunks = (b.end - b.start + BN - 1) / BN;
     const int my_chunks = n_chunks > warp ? (n_chunks - warp + k_warps - 1) / k_warps : 0;
-    T* ring = tiles + size_t(warp) * k_stages * 2 * BN * HD;
+    uint8_t* ring = tiles + size_t(warp) * k_stages * stage_bytes<HD, KV>();
+    T* wide = reinterpret_cast<T*>(tiles + size_t(k_warps) * k_stages * stage_bytes<HD, KV>()) + size_t(warp) * 2 * BN * HD;
     const size_t head_off = size_t(b.kvh) * HD;
     auto issue = [&](int i) {  // chunk i into stage i % k_stages; keys past the split's end are zeros
         if (i < my_chunks) {
             const int key0 = b.start + (warp + i * k_warps) * BN;
-            T* sk = ring + (i % k_stages) * 2 * BN * HD;
-            T* sv = sk + BN * HD;
+            KV* sk = reinterpret_cast<KV*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
+            KV* sv = sk + BN * HD;
             for (int x = lane; x < BN * CH; x += 32) {
                 const int r = x / CH, c = x % CH, key = key0 + r;
                 const bool ok = key < b.end;
-                const size_t off = size_t(ok ? key : b.start) * b.kv_dim + head_off + c * 8;
-                cp_async16(smem_addr(sk + swz<HD>(r, c)), b.k_cache + off, ok);
-                cp_async16(smem_addr(sv + swz<HD>(r, c)), b.v_cache + off, ok);
+                const size_t off = size_t(ok ? key : b.start) * b.kv_dim + head_off + c * (16 / sizeof(KV));
+                // (the INT8 rows are widened out of place: stored as they come)
+                const int at = Q8 ? r * HD + c * 16 : swz<HD>(r, c);
+                cp_async16(smem_addr(sk + at), b.k_cache + off, ok);
+                cp_async16(smem_addr(sv + at), b.v_cache + off, ok);
+            }
+            if constexpr (Q8) {
+                float* ss = reinterpret_cast<float*>(sv + BN * HD);  // [K | V][BN]
+                for (int x = lane; x < 2 * BN; x += 32) {
+                    const int key = key0 + x % BN;
+                    const bool ok = key < b.end;
+                    const float* src = (x < BN ? b.k_scale : b.v_scale) + size_t(ok ? key : b.start) * a.n_kv_heads + b.kvh;
+                    cp_async4(smem_addr(ss + x), src, ok);
+                }
             }
         }
         cp_async_commit();  // (an empty group past the last chunk keeps the count of groups in step)
@@ -99,8 +129,29 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
         issue(i + k_stages - 1);
         cp_async_wait<k_stages - 1>();
         __syncwarp();  // chunk i landed for every lane of the warp
-        const T* kt = ring + (i % k_stages) * 2 * BN * HD;
+        const T* kt = reinterpret_cast<const T*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
         const T* vt = kt + BN * HD;
+        const float* ks = nullptr;  // Q8: the keys' and the values' scales
+        if constexpr (Q8) {
+            // The stage's INT8 rows into the warp's f16 tile (swizzled as the 16-bit caches' are):
+            // 16 bytes in, two 16-byte chunks out.
+            const int8_t* q8 = reinterpret_cast<const int8_t*>(kt);
+            for (int x = lane; x < 2 * BN * CH; x += 32) {
+                const int kv = x / (BN * CH), r = (x / CH) % BN, c = x % CH;
+                const uint4 in = *reinterpret_cast<const uint4*>(q8 + (kv * BN + r) * HD + c * 16);
+                const uint32_t w[4] = {in.x, in.y, in.z, in.w};
+                uint32_t h[8];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) widen_int8(w[k], *reinterpret_cast<uint32_t(*)[2]>(&h[2 * k]));
+                __half* dst = wide + kv * BN * HD;
+                *reinterpret_cast<uint4*>(dst + swz<HD>(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
+                *reinterpret_cast<uint4*>(dst + swz<HD>(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+            }
+            ks = reinterpret_cast<const float*>(q8 + 2 * BN * HD);
+            kt = wide;
+            vt = wide + BN * HD;
+            __syncwarp();  // the tile is widened for every lane's ldmatrix
+        }
         float s[BN / 8][4];
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
@@ -113,12 +164,18 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
         for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                float x = a.softcap > 0 ? a.softcap * tanhf(s[j][e] * a.scale / a.softcap) * k_log2e : s[j][e] * scale_log2;
+                const float sk = Q8 ? s[j][e] * ks[8 * j + 2 * t4 + (e & 1)] : s[j][e];  // q . (s k_q) = s (q . k_q)
+                float x = a.softcap > 0 ? a.softcap * tanhf(sk * a.scale / a.softcap) * k_log2e : sk * scale_log2;
                 if (key0 + 8 * j + 2 * t4 + (e & 1) >= b.end) x = -INFINITY;
                 s[j][e] = x;
             }
         // Online softmax, then out += P V with P rounded to T (flash_tile.cuh, as in prefill).
         softmax_tile<BN, HD>(s, row_max, row_sum, o);
+        if constexpr (Q8)  // p (s v_q) = (p s) v_q; the sum above is of p
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[j][e] *= ks[BN + 8 * j + 2 * t4 + (e & 1)];
         pv_tile<T, BN, HD>(o, s, vt, vb_row, vb_chunk);
         __syncwarp();  // every lane is done with the stage before the next issue refills it
     }
@@ -151,14 +208,14 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
         }
     }
     __syncthreads();
-    decode::merge_warps<W, T>(a, b, s_red, k_warps, 16, 0, group);
-    decode::merge_splits<W, T>(a, b, s_red);  // (its weights overwrite s_red after a barrier)
+    decode::merge_warps<W, KV>(a, b, s_red, k_warps, 16, 0, group);
+    decode::merge_splits<W, KV>(a, b, s_red);  // (its weights overwrite s_red after a barrier)
 }
 
-template <typename W, typename T, bool ROPE, int HD>
+template <typename W, typename T, typename KV, bool ROPE, int HD>
 void run(const DecodeAttnArgs& a, cudaStream_t s) {
-    auto kernel = decode_attn_mma_kernel<W, T, ROPE, HD>;
-    const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, T>(), k_warps, 16);
+    auto kernel = decode_attn_mma_kernel<W, T, KV, ROPE, HD>;
+    const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, KV>(), k_warps, 16);
     TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     launch(kernel, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows)), k_warps * 32, smem, s, a);
 }
@@ -166,20 +223,26 @@ void run(const DecodeAttnArgs& a, cudaStream_t s) {
 }  // namespace
 
 bool decode_attention_tensor_cores(DType kv_dt, int head_dim, int group) {
-    return (kv_dt == DType::bf16 || kv_dt == DType::f16) && (head_dim == 64 || head_dim == 128) && group <= decode::k_max_group;
+    return (kv_dt == DType::bf16 || kv_dt == DType::f16 || kv_dt == DType::i8) && (head_dim == 64 || head_dim == 128) &&
+           group <= decode::k_max_group;
 }
 
 namespace decode {
 
 void launch_mma(const DecodeAttnArgs& a, cudaStream_t s) {
     // ROPE: the weights' dtype is the cache's; without, q and the output are f32.
+    // The 8-bit cache: ROPE in the weights' dtype, the products in f16.
     using bf16 = __nv_bfloat16;
-    if (a.kv_dt == DType::bf16) {
-        if (a.rope_fused) a.head_dim == 64 ? run<bf16, bf16, true, 64>(a, s) : run<bf16, bf16, true, 128>(a, s);
-        else a.head_dim == 64 ? run<float, bf16, false, 64>(a, s) : run<float, bf16, false, 128>(a, s);
+    if (a.kv_dt == DType::i8) {
+        if (a.rope_fused)
+            TT_DISPATCH_FLOAT(a.rope.wdt, W, a.head_dim == 64 ? run<W, __half, int8_t, true, 64>(a, s) : run<W, __half, int8_t, true, 128>(a, s));
+        else a.head_dim == 64 ? run<float, __half, int8_t, false, 64>(a, s) : run<float, __half, int8_t, false, 128>(a, s);
+    } else if (a.kv_dt == DType::bf16) {
+        if (a.rope_fused) a.head_dim == 64 ? run<bf16, bf16, bf16, true, 64>(a, s) : run<bf16, bf16, bf16, true, 128>(a, s);
+        else a.head_dim == 64 ? run<float, bf16, bf16, false, 64>(a, s) : run<float, bf16, bf16, false, 128>(a, s);
     } else {
-        if (a.rope_fused) a.head_dim == 64 ? run<__half, __half, true, 64>(a, s) : run<__half, __half, true, 128>(a, s);
-        else a.head_dim == 64 ? run<float, __half, false, 64>(a, s) : run<float, __half, false, 128>(a, s);
+        if (a.rope_fused) a.head_dim == 64 ? run<__half, __half, __half, true, 64>(a, s) : run<__half, __half, __half, true, 128>(a, s);
+        else a.head_dim == 64 ? run<float, __half, __half, false, 64>(a, s) : run<float, __half, __half, false, 128>(a, s);
     }
 }
 

@@ -195,14 +195,14 @@ struct DecodeAttnArgs {
     bool cuda_cores_only = false;  // tests and A/B benchmarks: the CUDA-core kernel even where the tensor-core one applies
     // kv_dt i8, the 8-bit cache (runtime/kv_cache_type.h): [n_ctx, n_kv_heads] scales of the rows,
     // a sequence's at d_slot[r] * slot_stride / head_dim floats (rope.k_scale/v_scale the same
-    // arrays). The CUDA-core kernel takes it (the values widened exactly, the scales applied to
-    // the scores and to the probabilities); the weights stay in rope.wdt.
+    // arrays). Both kernels take it (the values widened exactly, the scales applied to the scores
+    // and to the probabilities; the tensor-core one's products in f16); the weights stay in rope.wdt.
     const float* k_scale = nullptr; const float* v_scale = nullptr;
 };
 void decode_attention(const DecodeAttnArgs& a, cudaStream_t s);
-// Whether decode_attention runs on the tensor cores (16-bit caches, head_dim 64 or 128): q and the
-// probabilities are then rounded to the cache's dtype for the two products, as in prefill; the
-// CUDA-core kernel keeps q and the probabilities in f32.
+// Whether decode_attention runs on the tensor cores (16-bit and 8-bit caches, head_dim 64 or 128):
+// q and the probabilities are then rounded to the cache's dtype (f16 beside the 8-bit cache) for
+// the two products, as in prefill; the CUDA-core kernel keeps q and the probabilities in f32.
 bool decode_attention_tensor_cores(DType kv_dt, int head_dim, int group);
 // Splits per KV head for a GPU of n_sms (at most k_max_decode_splits); the scratch `partial` holds
 // decode_attention_partial_floats(n_heads, head_dim, n_splits) floats (runtime/device_buffers.h).

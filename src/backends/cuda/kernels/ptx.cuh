@@ -1,5 +1,5 @@
-// PTX wrappers the tensor-core kernels share: asynchronous global -> shared copies, ldmatrix, and
-// the warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16"
+// PTX wrappers the tensor-core kernels share: asynchronous global -> shared copies, ldmatrix, INT8
+// widened to f16 operands, and the warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16"
 // and "... mma.m16n8k8"; the kernels using them restate the layout they rely on).
 #pragma once
 
@@ -38,6 +38,20 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) 
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr)
                  : "memory");
+}
+
+// An INT8 word (4 two's-complement bytes) -> two f16 pairs (c0, c1), (c2, c3): the byte + 128 under
+// the f16 exponent of 1024 is 1024 + q + 128; one subtraction leaves q. (quant.cu's weights, the
+// 8-bit KV cache's rows in decode_attention_mma.cu.)
+__device__ __forceinline__ void widen_int8(uint32_t w, uint32_t (&h)[2]) {
+    const uint32_t u = w ^ 0x80808080u;
+    const __half2 magic = __halves2half2(__ushort_as_half(0x6480), __ushort_as_half(0x6480));  // 1152
+    uint32_t p[2] = {__byte_perm(u, 0x64646464u, 0x5140u), __byte_perm(u, 0x64646464u, 0x7362u)};
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        __half2 v = __hsub2(*reinterpret_cast<__half2*>(&p[j]), magic);
+        h[j] = *reinterpret_cast<uint32_t*>(&v);
+    }
 }
 
 // c += A B for one m16n8k16 tile of 16-bit inputs.

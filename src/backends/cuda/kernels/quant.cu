@@ -156,19 +156,6 @@ __device__ __forceinline__ void widen_int4(uint32_t w, uint32_t (&h)[4]) {
     }
 }
 
-// INT8 word (4 two's-complement bytes) -> two f16 pairs (c0, c1), (c2, c3): the byte + 128 under
-// the f16 exponent of 1024 is 1024 + q + 128; one subtraction leaves q.
-__device__ __forceinline__ void widen_int8(uint32_t w, uint32_t (&h)[2]) {
-    const uint32_t u = w ^ 0x80808080u;
-    const __half2 magic = __halves2half2(__ushort_as_half(0x6480), __ushort_as_half(0x6480));  // 1152
-    uint32_t p[2] = {__byte_perm(u, 0x64646464u, 0x5140u), __byte_perm(u, 0x64646464u, 0x7362u)};
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        __half2 v = __hsub2(*reinterpret_cast<__half2*>(&p[j]), magic);
-        h[j] = *reinterpret_cast<uint32_t*>(&v);
-    }
-}
-
 // The position of column c within its block of 8 in the staged x: INT4 words widen to (c0, c4),
 // (c1, c5), ... so x is stored in that order; INT8 in column order.
 template <QuantScheme Q>
