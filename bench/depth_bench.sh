@@ -14,7 +14,8 @@
 # Inputs in CARRY_DIR (default .carry): bin/thintensor (+ lib/, or payload.tar.xz), anchors/
 # {llama.cpp-src.tar.xz,build_llama.sh}, tokenizers/llama3 (tokenizer.json.xz, tokenizer_config.json).
 # Outputs in $OUT: d21.log, d21-summary.md and the JSON of every measurement.
-# DEPTHS (default 0,4096,8192,16384,32768); LLAMA=0 leaves llama.cpp out.
+# DEPTHS (default 0,4096,8192,16384,32768); LLAMA=0 leaves llama.cpp out; KV_INT8=1 also runs each
+# binary with --kv-cache int8 (named NAME-kv8 in the summary).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -30,6 +31,11 @@ export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
 [ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 bins=${TT_BINS:-"thintensor=$TT"}
+# Each binary as given, and with KV_INT8=1 also with the 8-bit KV cache: "name=path" and
+# "name-kv8=path"; kv_args NAME gives the flags of a variant.
+runs=$bins
+[ "${KV_INT8:-0}" = 1 ] && for spec in $bins; do runs="$runs ${spec%%=*}-kv8=${spec#*=}"; done
+kv_args() { case $1 in *-kv8) echo "--kv-cache int8";; esac; }
 ck=$work/hf; lldir=$work/llama; gguf=$work/m-bf16.gguf
 bin=$lldir/lltrim/build/bin
 deadline=${BENCH_DEADLINE_S:-560}
@@ -57,15 +63,15 @@ bench() {
       say "llama.cpp not ready: build $(grep -o 'BUILD_RC=[0-9]*' "$lldir/build.log" 2>/dev/null || echo running), GGUF $(grep -o 'GGUF_RC=[0-9]*' "$res/gguf-convert.log" || echo running)"
     fi
   fi
-  for spec in $bins; do
-    name=${spec%%=*}; path=${spec#*=}
+  for spec in $runs; do
+    name=${spec%%=*}; path=${spec#*=}; extra=$(kv_args "$name")
     [ -x "$path" ] || { say "binary $path ($name) not found"; continue; }
     enough 60 "$name validate" && run_step "$name: validate against transformers' bf16 logits (512 tokens)" timeout "$(cap 90)" \
-      sh -c "'$path' -q validate '$work/bf16.thin' --reference '$work/reference.safetensors' --key logits_bf16 --device cuda --min-cosine 0.99 --json >'$res/validate-$name.json'"
-    enough 100 "$name bench" && run_step "$name: bench --depths $depths" timeout "$(cap 200)" \
-      sh -c "'$path' bench '$work/bf16.thin' --device cuda --prompt-lengths 2048 --gen-tokens 128 --depths $depths --reps 2 --json >'$res/bench-$name.json'"
+      sh -c "'$path' -q validate '$work/bf16.thin' --reference '$work/reference.safetensors' --key logits_bf16 --device cuda --min-cosine 0.99 $extra --json >'$res/validate-$name.json'"
+    enough 100 "$name bench" && run_step "$name: bench --depths $depths $extra" timeout "$(cap 200)" \
+      sh -c "'$path' bench '$work/bf16.thin' --device cuda --prompt-lengths 2048 --gen-tokens 128 --depths $depths --reps 2 $extra --json >'$res/bench-$name.json'"
   done
-  python3 "$repo/bench/depth_summary.py" "$res" $bins >"$OUT/d21-summary.md" 2>>"$log"
+  python3 "$repo/bench/depth_summary.py" "$res" $runs >"$OUT/d21-summary.md" 2>>"$log"
   cat "$OUT/d21-summary.md" | tee -a "$log"
   cp "$res"/*.json "$res"/*.jsonl "$OUT/" 2>/dev/null
   rm -rf "$work"
