@@ -1,7 +1,7 @@
-// Decode attention on the tensor cores, for 16-bit caches of head_dim 64 or 128 (the CUDA-core
-// kernel in attention.cu takes the rest): the GQA group's query heads are the 16 rows of an
-// m16n8k16 tile (zero rows past the group), so one pass over a key's K and V row serves every head
-// of the group. S = Q K^T runs as in the prefill flash kernel (flash_attention.cu, whose
+// Decode attention on the tensor cores, for 16-bit and 8-bit caches of head_dim 64 or 128 (the
+// CUDA-core kernel in attention.cu takes the rest): the GQA group's query heads are the 16 rows of
+// an m16n8k16 tile (zero rows past the group), so one pass over a key's K and V row serves every
+// head of the group. S = Q K^T runs as in the prefill flash kernel (flash_attention.cu, whose
 // fragment-layout notes apply here unchanged); the online softmax and out += P V are that kernel's
 // (flash_tile.cuh).
 //

@@ -1,6 +1,7 @@
 // PTX wrappers the tensor-core kernels share: asynchronous global -> shared copies, ldmatrix, INT8
-// widened to f16 operands, and the warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16"
-// and "... mma.m16n8k8"; the kernels using them restate the layout they rely on).
+// widened to f16 operands, and the warp-level mma.sync tiles (fragment layouts: PTX ISA, "Matrix
+// Fragments for mma.m16n8k16" and "... mma.m16n8k8"; the kernels using them restate the layout
+// they rely on).
 #pragma once
 
 #include <cuda_bf16.h>
