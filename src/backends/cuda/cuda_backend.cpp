@@ -483,10 +483,9 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
-    // note: the CPU layers' caches would have to cross the bus with their scales (copy_cpu_kv).
-    if (kv_type_ == KvCacheType::int8 && plan_.n_cpu_layers > 0)
-        fail("{}: --kv-cache int8 on CUDA does not run layers on the CPU beside the GPU yet (the plan {}); use --cpu-layers 0 "
-             "with a larger --vram-budget, or --kv-cache auto", a.path(), plan_.summary());
+    // note: the CPU layers' caches would have to cross the bus with their scales (copy_cpu_kv), so
+    // the planner gives no layer to the CPU with the 8-bit cache and refuses --cpu-layers above 0.
+    TT_ASSERT(kv_type_ != KvCacheType::int8 || plan_.n_cpu_layers == 0, "the plan put layers on the CPU beside the 8-bit KV cache");
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
