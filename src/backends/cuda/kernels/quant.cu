@@ -178,28 +178,42 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
     const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
     const int n_blocks = kpad / 8;
     float ss = 0, mx = 0;
-    for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
-        const int c0 = 8 * blk;
-        float v[8] = {};
-        if (c0 < cols) {
-            if (vec) {
+    // A thread's blocks two at a time, the loads of both (x and the norm's weights) issued before
+    // either is used: those trips are long, queued behind the weights' first loads, and a wide x
+    // (down: 14336 columns, 7 blocks a thread) took 7 of them (H200, 2026-12-05: down INT8 24.95 ->
+    // 23.83 us, 8B INT8 decode +2.2%; bench/results/2026-12-05-h200-gemv-cfg).
+    constexpr int XB = 2;
+    for (int b0 = threadIdx.x; b0 < n_blocks; b0 += XB * int(blockDim.x)) {
+        float v[XB][8], wn[XB][8];
+#pragma unroll
+        for (int j = 0; j < XB; ++j) {
+            const int c0 = 8 * (b0 + j * int(blockDim.x));
+            const bool in = c0 < cols;
+            if (in && vec) {
                 const float4 p = __ldg(reinterpret_cast<const float4*>(x + c0)), q = __ldg(reinterpret_cast<const float4*>(x + c0 + 4));
-                v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w, v[4] = q.x, v[5] = q.y, v[6] = q.z, v[7] = q.w;
+                v[j][0] = p.x, v[j][1] = p.y, v[j][2] = p.z, v[j][3] = p.w, v[j][4] = q.x, v[j][5] = q.y, v[j][6] = q.z, v[j][7] = q.w;
             } else {
 #pragma unroll
-                for (int k = 0; k < 8; ++k) v[k] = x[c0 + k];
+                for (int k = 0; k < 8; ++k) v[j][k] = in ? x[c0 + k] : 0.0f;
             }
-        }
-        float o[8];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            ss += v[k] * v[k];
-            const float n = norm_w && c0 < cols ? v[k] * (to_float(norm_w[c0 + k]) + offset) : v[k];
-            mx = fmaxf(mx, fabsf(n));
-            o[x_slot<Q>(k)] = n;
+            for (int k = 0; k < 8; ++k) wn[j][k] = norm_w && in ? to_float(norm_w[c0 + k]) + offset : 1.0f;
         }
-        reinterpret_cast<float4*>(s_f + c0)[0] = make_float4(o[0], o[1], o[2], o[3]);
-        reinterpret_cast<float4*>(s_f + c0)[1] = make_float4(o[4], o[5], o[6], o[7]);
+#pragma unroll
+        for (int j = 0; j < XB; ++j) {
+            const int blk = b0 + j * int(blockDim.x);
+            if (blk >= n_blocks) break;
+            float o[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                ss += v[j][k] * v[j][k];
+                const float n = v[j][k] * wn[j][k];
+                mx = fmaxf(mx, fabsf(n));
+                o[x_slot<Q>(k)] = n;
+            }
+            reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(o[0], o[1], o[2], o[3]);
+            reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(o[4], o[5], o[6], o[7]);
+        }
     }
     mx = block_max(mx, scratch);
     const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
@@ -232,7 +246,7 @@ struct MmaBatch {
     int4 v[MS][2];
     float sc[MS][2];
     __device__ __forceinline__ void load(const uint8_t* const (&w)[2], const float* const (&s)[2], int s0, int n_steps,
-                                         int row_bytes, int group_size, int t) {
+                                         int row_bytes, int group_shift, int t) {
 #pragma unroll
         for (int u = 0; u < MS; ++u) {
             const int off = (s0 + k_mwarps * u) * k_step_bytes + 16 * t;
@@ -240,7 +254,7 @@ struct MmaBatch {
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(w[r] + off)) : make_int4(0, 0, 0, 0);
-                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(s[r] + (2 * off) / group_size) : 0.0f;
+                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(s[r] + ((2 * off) >> group_shift)) : 0.0f;
             }
         }
     }
@@ -312,6 +326,9 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     constexpr int step_cols = Q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes;
     const int row_bytes = Q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes, kpad = n_steps * step_cols;
+    // A scale's index is a shift, not a division: a runtime divisor cost ~20 instructions per load
+    // and row (ncu, 2026-12-05: the INT4 GEMV issues on 59% of its cycles; groups are 32, 64 or 128).
+    const int group_shift = Q == QuantScheme::int4 ? __ffs(group_size) - 1 : 0;
     // This warp's steps in a tile: warp, warp + k_mwarps, ...; in batches of MS.
     const int n_batches = n_steps > warp ? (n_steps - warp + k_mwarps * MS - 1) / (k_mwarps * MS) : 0;
     auto find_rows = [&](int tile, const uint8_t* (&w)[2], const float* (&s)[2]) {
@@ -324,7 +341,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     auto start = [&] {
         if (int(blockIdx.x) >= n_tiles) return;
         find_rows(int(blockIdx.x), w, s);
-        if (n_batches > 0) cur.load(w, s, warp, n_steps, row_bytes, group_size, t);
+        if (n_batches > 0) cur.load(w, s, warp, n_steps, row_bytes, group_shift, t);
     };
     if constexpr (PRELOAD) start();
     pdl_wait();  // x is the previous kernel's output
@@ -346,10 +363,10 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
             if (bi + 1 < n_batches) {
-                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, row_bytes, group_size, t);
+                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, row_bytes, group_shift, t);
             } else if (tile + int(gridDim.x) < n_tiles) {
                 find_rows(tile + int(gridDim.x), wn, sn);
-                next.load(wn, sn, warp, n_steps, row_bytes, group_size, t);
+                next.load(wn, sn, warp, n_steps, row_bytes, group_shift, t);
             }
             mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
             cur = next;
