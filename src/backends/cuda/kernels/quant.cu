@@ -183,8 +183,11 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
     // (down: 14336 columns, 7 blocks a thread) took 7 of them (H200, 2026-12-05: down INT8 24.95 ->
     // 23.83 us, 8B INT8 decode +2.2%; bench/results/2026-12-05-h200-gemv-cfg).
     constexpr int XB = 2;
+    constexpr int wvec = int(8 * sizeof(W) / 16);  // 16-byte pieces of 8 norm weights
+    const bool wv = !norm_w || (reinterpret_cast<uintptr_t>(norm_w) & 15) == 0;
     for (int b0 = threadIdx.x; b0 < n_blocks; b0 += XB * int(blockDim.x)) {
-        float v[XB][8], wn[XB][8];
+        float v[XB][8];
+        int4 wraw[XB][wvec];  // the norm's weights as loaded: converted only after every load is issued
 #pragma unroll
         for (int j = 0; j < XB; ++j) {
             const int c0 = 8 * (b0 + j * int(blockDim.x));
@@ -196,18 +199,25 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
 #pragma unroll
                 for (int k = 0; k < 8; ++k) v[j][k] = in ? x[c0 + k] : 0.0f;
             }
+            W* wr = reinterpret_cast<W*>(wraw[j]);
+            if (norm_w && in && wv) {
 #pragma unroll
-            for (int k = 0; k < 8; ++k) wn[j][k] = norm_w && in ? to_float(norm_w[c0 + k]) + offset : 1.0f;
+                for (int k = 0; k < wvec; ++k) wraw[j][k] = __ldg(reinterpret_cast<const int4*>(norm_w + c0) + k);
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; ++k) wr[k] = norm_w && in ? norm_w[c0 + k] : W{};
+            }
         }
 #pragma unroll
         for (int j = 0; j < XB; ++j) {
             const int blk = b0 + j * int(blockDim.x);
             if (blk >= n_blocks) break;
+            const W* wr = reinterpret_cast<const W*>(wraw[j]);
             float o[8];
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 ss += v[j][k] * v[j][k];
-                const float n = v[j][k] * wn[j][k];
+                const float n = norm_w ? v[j][k] * (to_float(wr[k]) + offset) : v[j][k];
                 mx = fmaxf(mx, fabsf(n));
                 o[x_slot<Q>(k)] = n;
             }
@@ -240,21 +250,32 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
 }
 
 // One warp's loads of MS steps (s0, s0 + k_mwarps, ...): rows g and g + 8 (16 bytes each)
-// and, INT4, their scales. Steps past the row load nothing (and are not computed).
+// and, INT4, their scales. Steps past the row load nothing (and are not computed). The addresses
+// are the batch's base plus constants, and the scale's index a multiply: at INT4's rate the GEMV
+// is bound by its instructions (ncu: issue slots busy 59% on the 8B head), and a step's offset,
+// its 64-bit sums and a division by the group size per load and row were a third of them.
+struct MmaLane {    // what a lane adds to a row's base, fixed for the launch
+    int w_off;      // 16 t: the lane's piece of a step
+    int s_off;      // INT4: the scale of that piece in the step, (2 * 16 t) >> log2(group)
+    int s_step;     // INT4: scales per step, 128 >> log2(group) (a step is 128 weights)
+    bool last_in;   // the lane's piece of the last step lies inside the row (rows of whole steps: always)
+};
 template <QuantScheme Q, int MS>
 struct MmaBatch {
     int4 v[MS][2];
     float sc[MS][2];
     __device__ __forceinline__ void load(const uint8_t* const (&w)[2], const float* const (&s)[2], int s0, int n_steps,
-                                         int row_bytes, int group_shift, int t) {
+                                         const MmaLane& ln) {
+        const uint8_t* wb[2] = {w[0] + (s0 * k_step_bytes + ln.w_off), w[1] + (s0 * k_step_bytes + ln.w_off)};
+        const float* sb[2] = {s[0] + (s0 * ln.s_step + ln.s_off), s[1] + (s0 * ln.s_step + ln.s_off)};
 #pragma unroll
         for (int u = 0; u < MS; ++u) {
-            const int off = (s0 + k_mwarps * u) * k_step_bytes + 16 * t;
-            const bool in = s0 + k_mwarps * u < n_steps && off < row_bytes;
+            const int st = s0 + k_mwarps * u;
+            const bool in = st < n_steps - 1 || (st == n_steps - 1 && ln.last_in);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(w[r] + off)) : make_int4(0, 0, 0, 0);
-                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(s[r] + ((2 * off) >> group_shift)) : 0.0f;
+                v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(wb[r] + u * (k_mwarps * k_step_bytes))) : make_int4(0, 0, 0, 0);
+                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(sb[r] + u * k_mwarps * ln.s_step) : 0.0f;
             }
         }
     }
@@ -326,9 +347,10 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     constexpr int step_cols = Q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes;
     const int row_bytes = Q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes, kpad = n_steps * step_cols;
-    // A scale's index is a shift, not a division: a runtime divisor cost ~20 instructions per load
-    // and row (ncu, 2026-12-05: the INT4 GEMV issues on 59% of its cycles; groups are 32, 64 or 128).
+    // (Groups are 32, 64 or 128 weights: a power of two, so the scale indices are shifts.)
     const int group_shift = Q == QuantScheme::int4 ? __ffs(group_size) - 1 : 0;
+    const MmaLane ln{16 * t, Q == QuantScheme::int4 ? (32 * t) >> group_shift : 0, Q == QuantScheme::int4 ? 128 >> group_shift : 0,
+                     16 * t < row_bytes - (n_steps - 1) * k_step_bytes};
     // This warp's steps in a tile: warp, warp + k_mwarps, ...; in batches of MS.
     const int n_batches = n_steps > warp ? (n_steps - warp + k_mwarps * MS - 1) / (k_mwarps * MS) : 0;
     auto find_rows = [&](int tile, const uint8_t* (&w)[2], const float* (&s)[2]) {
@@ -341,7 +363,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     auto start = [&] {
         if (int(blockIdx.x) >= n_tiles) return;
         find_rows(int(blockIdx.x), w, s);
-        if (n_batches > 0) cur.load(w, s, warp, n_steps, row_bytes, group_shift, t);
+        if (n_batches > 0) cur.load(w, s, warp, n_steps, ln);
     };
     if constexpr (PRELOAD) start();
     pdl_wait();  // x is the previous kernel's output
@@ -363,10 +385,10 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
             if (bi + 1 < n_batches) {
-                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, row_bytes, group_shift, t);
+                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, ln);
             } else if (tile + int(gridDim.x) < n_tiles) {
                 find_rows(tile + int(gridDim.x), wn, sn);
-                next.load(wn, sn, warp, n_steps, row_bytes, group_shift, t);
+                next.load(wn, sn, warp, n_steps, ln);
             }
             mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
             cur = next;
