@@ -72,6 +72,13 @@ __device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4]
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// c += A B for one m16n8k32 tile of 8-bit signed integers: exact s32 sums.
+__device__ __forceinline__ void mma16832_s8(int c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // An f32 rounded to TF32 (nearest, ties away: the 10-bit mantissa the tensor cores multiply), as
 // the .b32 register an m16n8k8 .tf32 fragment holds.
 __device__ __forceinline__ uint32_t to_tf32(float x) {

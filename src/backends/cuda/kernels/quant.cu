@@ -158,9 +158,12 @@ __device__ __forceinline__ void widen_int4(uint32_t w, uint32_t (&h)[4]) {
 
 // The position of column c within its block of 8 in the staged x: INT4 words widen to (c0, c4),
 // (c1, c5), ... so x is stored in that order; INT8 in column order.
-template <QuantScheme Q>
+// The integer path (IM) widens an INT4 word to its even columns' bytes, then its odd ones':
+// (c0, c2, c4, c6), (c1, c3, c5, c7).
+template <QuantScheme Q, bool IM>
 __device__ __forceinline__ int x_slot(int c) {
-    if constexpr (Q == QuantScheme::int4) return (c & 4) ? 2 * (c & 3) + 1 : 2 * (c & 3);
+    if constexpr (Q == QuantScheme::int4 && IM) return (c & 1) ? 4 + (c >> 1) : c >> 1;
+    else if constexpr (Q == QuantScheme::int4) return (c & 4) ? 2 * (c & 3) + 1 : 2 * (c & 3);
     else return c;
 }
 
@@ -170,14 +173,14 @@ __device__ __forceinline__ int x_slot(int c) {
 // a thread takes whole blocks and parks their f32 values in the same 32 bytes until the block-wide
 // max is known, then overwrites them with the halves (no other thread touches them). Returns the
 // RMS factor (1 without the norm) and sets unscale = 2^-e.
-template <QuantScheme Q, typename W>
+template <QuantScheme Q, bool IM, typename W>
 __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
                                 float& unscale) {
     __shared__ float scratch[32];
     float* s_f = reinterpret_cast<float*>(s_h);
     const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
     const int n_blocks = kpad / 8;
-    float ss = 0, mx = 0;
+    float ss = 0, mx = 0, nonfinite = 0;
     // A thread's blocks two at a time, the loads of both (x and the norm's weights) issued before
     // either is used: those trips are long, queued behind the weights' first loads, and a wide x
     // (down: 14336 columns, 7 blocks a thread) took 7 of them (H200, 2026-12-05: down INT8 24.95 ->
@@ -219,16 +222,53 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
                 ss += v[j][k] * v[j][k];
                 const float n = norm_w ? v[j][k] * (to_float(wr[k]) + offset) : v[j][k];
                 mx = fmaxf(mx, fabsf(n));
-                o[x_slot<Q>(k)] = n;
+                if constexpr (IM) nonfinite = fmaf(n, 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
+                o[x_slot<Q, IM>(k)] = n;
             }
             reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(o[0], o[1], o[2], o[3]);
             reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(o[4], o[5], o[6], o[7]);
         }
     }
+    if constexpr (IM) {
+        if (!(nonfinite == 0.0f)) mx = INFINITY;  // a NaN or inf in x: the sums become NaN (unscale below)
+    }
     mx = block_max(mx, scratch);
     const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
     int E = 0;
     frexpf(mx, &E);  // mx < 2^E
+    if constexpr (IM) {
+        // Integers of x * 2^e below 2^30 in four signed base-256 digits, X = d3 2^24 + d2 2^16 +
+        // d1 2^8 + d0 (each in [-128, 127], d3 in [-64, 64]): the B operands of the integer path.
+        // A block of 8 columns (slot order) keeps its 8 d3, 8 d1, 8 d2 and 8 d0 bytes, so the
+        // lane feeding a digit pair (d3, d1 or d2, d0) reads both passes' operands in one load.
+        const int e = mx > 0 ? max(-100, min(100, 30 - E)) : 0;
+        const float up = ldexpf(1.0f, e);
+        unscale = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
+        for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
+            const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
+            const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+            uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                int X = __float2int_rn(v[k] * up);
+                const int d0 = int(int8_t(X));
+                X = (X - d0) >> 8;
+                const int d1 = int(int8_t(X));
+                X = (X - d1) >> 8;
+                const int d2 = int(int8_t(X));
+                const int d3 = (X - d2) >> 8;
+                const int sh = 8 * (k & 3);
+                d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
+                d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
+                d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
+                d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
+            }
+            reinterpret_cast<uint4*>(s_h + 16 * blk)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
+            reinterpret_cast<uint4*>(s_h + 16 * blk)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
+        }
+        __syncthreads();
+        return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
+    }
     const int e = mx > 0 ? max(-100, min(100, 15 - E)) : 0;
     const float up = ldexpf(1.0f, e);  // |e| <= 100: both powers are normal floats
     unscale = ldexpf(1.0f, -e);
@@ -322,6 +362,53 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int 
     }
 }
 
+// The integer path: the weights as signed bytes (INT8 as stored; INT4 nibble n = q + 8 becomes the
+// byte 16 q: (n << 4) ^ 0x80, one shift and one LOP3 or just the LOP3, against three instructions
+// per two weights to widen into f16) times x's digits, on the s8 tensor cores (m16n8k32, exact
+// s32 sums). Each word takes two passes: digits (d3, d2) in columns (2t, 2t + 1), then (d1, d0),
+// so lane (g, t) finds in c[pass][0], c[pass][1] row g's sums with the two digits and in c[2],
+// c[3] row g + 8's. INT8 sums a whole row's digits in s32 (|sum| < 2^23 for rows below 2^17
+// columns); INT4 scales each step's group sums: d3 2^8 + d2 and d1 2^8 + d0 (|.| < 2^28, an f32
+// rounding), accumulated apart and joined (times 2^16) at the tile's end.
+__device__ __forceinline__ uint32_t nib_lo(uint32_t w) { return ((w << 4) & 0xF0F0F0F0u) ^ 0x80808080u; }  // columns 0, 2, 4, 6
+__device__ __forceinline__ uint32_t nib_hi(uint32_t w) { return (w & 0xF0F0F0F0u) ^ 0x80808080u; }         // columns 1, 3, 5, 7
+
+template <QuantScheme Q, int MS>
+__device__ __forceinline__ void imma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
+                                           float (&acc)[2][2], int (&ci)[2][4]) {
+#pragma unroll
+    for (int u = 0; u < MS; ++u) {
+        const int st = s0 + k_mwarps * u;
+        if (st >= n_steps) break;  // uniform over the warp
+        const uint8_t* xs = xb + st * xstep;
+        const uint32_t* a0 = reinterpret_cast<const uint32_t*>(&b.v[u][0]);
+        const uint32_t* a1 = reinterpret_cast<const uint32_t*>(&b.v[u][1]);
+        if constexpr (Q == QuantScheme::int4) {
+            int c[2][4] = {};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 32 * i);
+                const uint32_t fa[4] = {nib_lo(a0[i]), nib_lo(a1[i]), nib_hi(a0[i]), nib_hi(a1[i])};
+                mma16832_s8(c[0], fa, bx.x, bx.y);
+                mma16832_s8(c[1], fa, bx.z, bx.w);
+            }
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                acc[r][0] = fmaf(b.sc[u][r], float(c[0][2 * r] * 256 + c[0][2 * r + 1]), acc[r][0]);
+                acc[r][1] = fmaf(b.sc[u][r], float(c[1][2 * r] * 256 + c[1][2 * r + 1]), acc[r][1]);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 32 * i);
+                const uint32_t fa[4] = {a0[2 * i], a1[2 * i], a0[2 * i + 1], a1[2 * i + 1]};
+                mma16832_s8(ci[0], fa, bx.x, bx.y);
+                mma16832_s8(ci[1], fa, bx.z, bx.w);
+            }
+        }
+    }
+}
+
 // The persistent tile loop: rows_of(tile, j, w, s) gives A row j's (0..15) base and scales;
 // epilogue(tile, j, total) runs on threads j < 16 once the tile's sums are in shared memory
 // (total(k): row k's dot with x, the pre-norm's RMS factor and, INT8, the row scale applied).
@@ -335,7 +422,7 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int 
 // tile slots and meet once every KR tiles (and after the block's last); behind that barrier 16
 // threads a tile finish those tiles while the warps go on into the other half of the ring (whose
 // readers finished before this barrier), so a tile costs 1 / KR barrier instead of 2.
-template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, typename W, typename RowsOf, typename Epilogue>
+template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, bool IM = false, typename W, typename RowsOf, typename Epilogue>
 __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
                          RowsOf rows_of, Epilogue epilogue) {
     static_assert(KR >= 1 && 16 * KR <= k_mwarps * 32, "the epilogue takes 16 threads a tile");
@@ -371,7 +458,8 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     if constexpr (!PRELOAD) start();
     if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
     float unscale;
-    const float x_scale = stage_x_halves<Q>(s_h, kpad, x, cols, norm_w, offset, eps, unscale);
+    const float x_scale = stage_x_halves<Q, IM>(s_h, kpad, x, cols, norm_w, offset, eps, unscale);
+    if constexpr (IM && Q == QuantScheme::int4) unscale *= 1.0f / 16;  // the weights are 16 q
     // In the staged x (32 bytes per 8 columns: hi, then lo) a step is step_cols / 8 blocks, lane
     // t's piece starts t / 4 of a step in, an INT4 word is one block, an INT8 word half of one.
     const bool feeds = g / 2 == t;
@@ -381,6 +469,8 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {
         float acc[2] = {};
         float c8[4] = {};  // INT8: the row sums accumulate in the tensor core across steps
+        float acc2[2][2] = {};  // the integer path, INT4: each row's (d3, d2) and (d1, d0) sums, scaled
+        int ci[2][4] = {};      // the integer path, INT8: the digit sums of the rows
         const uint8_t* wn[2] = {w[0], w[1]};
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
@@ -390,10 +480,21 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                 find_rows(tile + int(gridDim.x), wn, sn);
                 next.load(wn, sn, warp, n_steps, ln);
             }
-            mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
+            if constexpr (IM)
+                imma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, reinterpret_cast<const uint8_t*>(xb), 2 * xstep, xf, acc2, ci);
+            else
+                mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
             cur = next;
         }
-        if constexpr (Q == QuantScheme::int8) {
+        if constexpr (IM && Q == QuantScheme::int8) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                acc[r] = fmaf(fmaf(fmaf(float(ci[0][2 * r]), 256.0f, float(ci[0][2 * r + 1])), 256.0f, float(ci[1][2 * r])), 256.0f,
+                              float(ci[1][2 * r + 1])) * __ldg(s[r]);
+        } else if constexpr (IM) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) acc[r] = fmaf(acc2[r][0], 65536.0f, acc2[r][1]);
+        } else if constexpr (Q == QuantScheme::int8) {
             acc[0] = (c8[0] + c8[1]) * __ldg(s[0]);
             acc[1] = (c8[2] + c8[3]) * __ldg(s[1]);
         }
@@ -443,7 +544,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     }
 }
 
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, int rows) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -467,11 +568,11 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, 
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + total(j) + b;
     };
-    mma_rows<Q, MS, true, KR>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
+    mma_rows<Q, MS, true, KR, IM>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
                 epilogue);
 }
 
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQuantArgs a) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -487,13 +588,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQ
         const float u = total(j + 8) + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
         a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, true, KR>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+    mma_rows<Q, MS, true, KR, IM>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
 // The routed experts (moe.cu) on quantized blocks. Gate and up: a virtual matrix of top_k * ffn
 // row pairs, tiles as gemv_gated_mma_kernel's, expert j's rows found through the base the router
 // wrote (so no load before pdl_wait).
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemvArgs a) {
     const int rows = a.top_k * a.ffn, cols = a.hidden;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -510,13 +611,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemv
         const float g = total(j), u = total(j + 8);
         a.act_out[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, false, KR>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
+    mma_rows<Q, MS, false, KR, IM>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
                            rows_of, epilogue);
 }
 
 // Down: expert blockIdx.y's [hidden, ffn] rows against its own act_out row, the tiles of one
 // expert spread over gridDim.x blocks.
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvArgs a) {
     const int e = int(blockIdx.y), rows = a.hidden, cols = a.ffn;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -531,7 +632,7 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvA
         const int r = tile * 16 + j;
         if (r < rows) a.partial[size_t(e) * rows + r] = total(j);
     };
-    mma_rows<Q, MS, false, KR>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
+    mma_rows<Q, MS, false, KR, IM>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
                            0.0f, rows_of, epilogue);
 }
 
@@ -590,21 +691,32 @@ int quant_red_tiles(QuantScheme q) {
     return q == QuantScheme::int4 ? 4 : 1;
 }
 
-template <QuantScheme Q, template <QuantScheme, int, int, typename> class K, typename W, typename Go>
+// Whether the decode GEMVs take the integer tensor cores (x in four s8 digits, imma_batch) or the
+// f16 ones (x as f16 halves, the weights widened to f16); TT_QUANT_IMMA=0|1 forces one for an A/B.
+bool quant_int_mma() {
+    static const int forced = env_int("TT_QUANT_IMMA", 1);
+    return forced != 0;
+}
+
+template <QuantScheme Q, template <QuantScheme, int, int, typename, bool> class K, typename W, typename Go>
 void pick_mma(Go&& go) {
     const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
-    if (ms == 2 && kr == 1) go(K<Q, 2, 1, W>::kernel);
-    else if (ms == 2) go(K<Q, 2, 4, W>::kernel);
-    else if (kr == 1) go(K<Q, 3, 1, W>::kernel);
-    else go(K<Q, 3, 4, W>::kernel);
+    constexpr int kr_im = Q == QuantScheme::int4 ? 4 : 1;
+    if (quant_int_mma()) {
+        if (ms == 2) go(K<Q, 2, kr_im, W, true>::kernel);
+        else go(K<Q, 3, kr_im, W, true>::kernel);
+    } else if (ms == 2 && kr == 1) go(K<Q, 2, 1, W, false>::kernel);
+    else if (ms == 2) go(K<Q, 2, 4, W, false>::kernel);
+    else if (kr == 1) go(K<Q, 3, 1, W, false>::kernel);
+    else go(K<Q, 3, 4, W, false>::kernel);
 }
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM>
 struct DenseMma {
-    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W>;
+    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W, IM>;
 };
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, bool IM>
 struct GatedMma {
-    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W>;
+    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W, IM>;
 };
 
 template <typename T>
@@ -706,7 +818,10 @@ void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s) {
     moe_check_layout(a, "moe_gemv_gated");
     const int n_tiles = (a.top_k * a.ffn + 7) / 8;
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
+        const bool im = quant_int_mma();
+        if (a.quant == QuantScheme::int4 && im) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W, true>, a.quant, n_tiles, a.hidden, s, a);
+        else if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
+        else if (im) launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W, true>, a.quant, n_tiles, a.hidden, s, a);
         else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W>, a.quant, n_tiles, a.hidden, s, a);
     });
     TT_CUDA_LAUNCH_CHECK();
@@ -722,7 +837,10 @@ void moe_gemv_down_quant(const MoeGemvArgs& a, cudaStream_t s) {
         launch(kernel, dim3(unsigned(per_expert), unsigned(a.top_k)), k_mwarps * 32, smem, s, a);
     };
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W>);
+        const bool im = quant_int_mma();
+        if (a.quant == QuantScheme::int4 && im) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W, true>);
+        else if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W>);
+        else if (im) go(moe_down_mma_kernel<QuantScheme::int8, 3, 1, W, true>);
         else go(moe_down_mma_kernel<QuantScheme::int8, 3, 1, W>);
     });
     TT_CUDA_LAUNCH_CHECK();
