@@ -4,9 +4,10 @@
 // Decode has two GEMVs. The tensor-core one (below, "mma") takes every shape whose rows are whole
 // 16-byte pieces: INT4 always, INT8 when cols % 16 == 0 (every real model). The other takes odd
 // INT8 row lengths (test shapes): one weight per lane and step, x staged in shared memory. Both
-// form the products exactly (q and the parts of x are exact; the only rounding is the f32 sums',
-// in another order than the CPU reference's): INT8 sums q * x over the row and scales once, INT4
-// scales each group's sum.
+// form the products exactly (the tensor-core one on integers: q and x's digits, see below); the
+// only roundings are x's to 30 bits of its largest element there and the f32 sums', in another
+// order than the CPU reference's. INT8 sums q * x over the row and scales once, INT4 scales each
+// group's sum.
 //
 // A CUDA-core GEMV that widened 16-byte pieces in registers (a byte permute, a subtraction and an
 // FMA per weight) ran INT4 at 0.45-0.6 TB/s and INT8 at 1.2-1.8 TB/s on the H200: three
@@ -118,19 +119,23 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
     int8_rows<2>(a.rows, a.cols, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
-// ---- The tensor-core decode GEMV (m16n8k16: f16 inputs, f32 accumulation) ----
-// Widening on CUDA cores costs three instructions per weight (permute, subtract, FMA), which INT4
-// at full bandwidth cannot afford (8.4e12 weights/s on the H200). Here the weights become exact f16
-// (q fits in 11 bits) with the magic-number tricks below — under one instruction per INT8 weight,
-// about one per INT4 weight — and the tensor cores do the multiply-adds. x, staged once per block,
-// is held as two f16 parts of x * 2^e (hi = f16(x * 2^e), lo = f16(x * 2^e - hi): 22 significant
-// bits, the power of two chosen so max|x| * 2^e lies in [2^14, 2^15), so neither overflows), the
-// B operand's columns 2t (hi) and 2t + 1 (lo) for the k slots of quad lane t and zero elsewhere:
-// lane (g, t) then finds in its accumulators c0 + c1 (row g) and c2 + c3 (row g + 8) the dot of
-// exactly the 16 bytes of weights it loaded — one INT4 group of 32 (or part of a larger one),
-// which it scales itself. So no weights move between lanes and the k order is free: each lane's
-// A slots take its weights in the order the widening produces them, and x is stored in that
-// order.
+// ---- The tensor-core decode GEMV (m16n8k32: 8-bit integer inputs, exact s32 sums) ----
+// The weights enter the tensor cores as signed bytes: INT8 as stored, INT4's nibble n = q + 8 as
+// the byte 16 q = (n << 4) ^ 0x80 (one LOP3 for the odd columns, a shift and one for the even),
+// where widening to f16 took about nine instructions per eight weights. x, staged once per block,
+// is the integer X = round(x * 2^e) below 2^30 (the power of two from max|x|) in four signed
+// base-256 digits, X = d3 2^24 + d2 2^16 + d1 2^8 + d0; each word takes two MMAs, digits (d3, d2)
+// then (d1, d0) in the B operand's columns 2t and 2t + 1 for the k slots of quad lane t, zero
+// elsewhere. Lane (g, t) then finds in c[0], c[1] (row g) and c[2], c[3] (row g + 8) the digit
+// sums of exactly the 16 bytes of weights it loaded — one INT4 group of 32 (or part of a larger
+// one), which it scales itself. So no weights move between lanes and the k order is free: each
+// lane's A slots take its bytes in the order the widening produces them, and x is stored in that
+// order. INT8 keeps a row's digit sums in s32 across the whole row (below 2^23 for rows of up to
+// 2^17 columns) and joins them once; INT4 joins each step's into d3 2^8 + d2 and d1 2^8 + d0
+// (below 2^28, one f32 rounding each), scales them and adds the two at the tile's end (times 2^16).
+// On the H200 this took the INT4 GEMVs of the 8B shapes from 94.7 to 90.5 us (head) and 27.2 to
+// 25.3 us (gate+up) against the f16 tensor-core path it replaced (2026-12-05, bench/results/
+// 2026-12-05-gemv-imma/README.md).
 //
 // A block (8 warps) takes a tile of 16 weight rows (gate and up: 8 rows of each, one output row
 // per pair); lane (g, t) reads rows g and g + 8, bytes [64 s + 16 t, + 16) at step s; the warps
@@ -138,46 +143,30 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 constexpr int k_mwarps = 8;   // warps per block
 constexpr int k_step_bytes = 64;  // bytes of each row per step: four lanes of 16
 
-// INT4 word (8 nibbles, columns 8i .. 8i + 7) -> four f16 pairs of q = nibble - 8:
-// (c0, c4), (c1, c5), (c2, c6), (c3, c7). (n | 0x6400) is the f16 1024 + n, (16 n | 0x6400) is
-// 1024 + 16 n: one subtraction, or one FMA by 1/16, leaves n - 8 exactly.
-__device__ __forceinline__ void widen_int4(uint32_t w, uint32_t (&h)[4]) {
-    const uint32_t w8 = w >> 8;
-    const __half2 magic = __halves2half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408));  // 1032
-    const __half2 sixteenth = __halves2half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00));
-    const __half2 m72 = __halves2half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480));  // -72
-    uint32_t p[4] = {(w & 0x000F000Fu) | 0x64006400u, (w & 0x00F000F0u) | 0x64006400u, (w8 & 0x000F000Fu) | 0x64006400u,
-                     (w8 & 0x00F000F0u) | 0x64006400u};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        __half2 v = *reinterpret_cast<__half2*>(&p[j]);
-        v = (j & 1) ? __hfma2(v, sixteenth, m72) : __hsub2(v, magic);
-        h[j] = *reinterpret_cast<uint32_t*>(&v);
-    }
-}
-
-// The position of column c within its block of 8 in the staged x: INT4 words widen to (c0, c4),
-// (c1, c5), ... so x is stored in that order; INT8 in column order.
-// The integer path (IM) widens an INT4 word to its even columns' bytes, then its odd ones':
-// (c0, c2, c4, c6), (c1, c3, c5, c7).
-template <QuantScheme Q, bool IM>
+// The position of column c within its block of 8 in the staged x: an INT4 word widens to the
+// bytes of its even columns, then its odd ones (nib_lo, nib_hi), so x is stored in that order;
+// INT8 in column order.
+template <QuantScheme Q>
 __device__ __forceinline__ int x_slot(int c) {
-    if constexpr (Q == QuantScheme::int4 && IM) return (c & 1) ? 4 + (c >> 1) : c >> 1;
-    else if constexpr (Q == QuantScheme::int4) return (c & 4) ? 2 * (c & 3) + 1 : 2 * (c & 3);
+    if constexpr (Q == QuantScheme::int4) return (c & 1) ? 4 + (c >> 1) : c >> 1;
     else return c;
 }
+__device__ __forceinline__ uint32_t nib_lo(uint32_t w) { return ((w << 4) & 0xF0F0F0F0u) ^ 0x80808080u; }  // columns 0, 2, 4, 6
+__device__ __forceinline__ uint32_t nib_hi(uint32_t w) { return (w & 0xF0F0F0F0u) ^ 0x80808080u; }         // columns 1, 3, 5, 7
 
-// Stages x (times the pre-norm weight when fused) as hi/lo f16 of x * 2^e, zero-padded to kpad
-// columns (cols % 8 == 0): 32 bytes per block of 8 columns, its 8 hi then its 8 lo values, so the
-// B operand of a word is one 16-byte (INT4) or 8-byte (INT8) load. One pass over global memory:
-// a thread takes whole blocks and parks their f32 values in the same 32 bytes until the block-wide
-// max is known, then overwrites them with the halves (no other thread touches them). Returns the
-// RMS factor (1 without the norm) and sets unscale = 2^-e.
-template <QuantScheme Q, bool IM, typename W>
-__device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
+// Stages x (times the pre-norm weight when fused) as the digits of X = round(x * 2^e), zero-padded
+// to kpad columns (cols % 8 == 0): 32 bytes per block of 8 columns (slot order), its 8 d3, 8 d1,
+// 8 d2 and 8 d0 bytes, so the lane feeding a digit pair (d3, d1 or d2, d0) reads both MMAs' B
+// operands of a word (INT4) or half a word (INT8) in one 16-byte load. One pass over global
+// memory: a thread takes whole blocks and parks their f32 values in the same 32 bytes until the
+// block-wide max is known, then overwrites them with the digits (no other thread touches them).
+// Returns the RMS factor (1 without the norm) and sets unscale = 2^-e (NaN when x holds a NaN or
+// an inf, which the integers cannot carry).
+template <QuantScheme Q, typename W>
+__device__ float stage_x_digits(uint8_t* s_d, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
                                 float& unscale) {
     __shared__ float scratch[32];
-    float* s_f = reinterpret_cast<float*>(s_h);
+    float* s_f = reinterpret_cast<float*>(s_d);
     const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
     const int n_blocks = kpad / 8;
     float ss = 0, mx = 0, nonfinite = 0;
@@ -222,68 +211,43 @@ __device__ float stage_x_halves(__half* s_h, int kpad, const float* x, int cols,
                 ss += v[j][k] * v[j][k];
                 const float n = norm_w ? v[j][k] * (to_float(wr[k]) + offset) : v[j][k];
                 mx = fmaxf(mx, fabsf(n));
-                if constexpr (IM) nonfinite = fmaf(n, 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
-                o[x_slot<Q, IM>(k)] = n;
+                nonfinite = fmaf(n, 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
+                o[x_slot<Q>(k)] = n;
             }
             reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(o[0], o[1], o[2], o[3]);
             reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(o[4], o[5], o[6], o[7]);
         }
     }
-    if constexpr (IM) {
-        if (!(nonfinite == 0.0f)) mx = INFINITY;  // a NaN or inf in x: the sums become NaN (unscale below)
-    }
+    if (!(nonfinite == 0.0f)) mx = INFINITY;  // a NaN or inf in x: the sums become NaN (unscale below)
     mx = block_max(mx, scratch);
     const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
     int E = 0;
     frexpf(mx, &E);  // mx < 2^E
-    if constexpr (IM) {
-        // Integers of x * 2^e below 2^30 in four signed base-256 digits, X = d3 2^24 + d2 2^16 +
-        // d1 2^8 + d0 (each in [-128, 127], d3 in [-64, 64]): the B operands of the integer path.
-        // A block of 8 columns (slot order) keeps its 8 d3, 8 d1, 8 d2 and 8 d0 bytes, so the
-        // lane feeding a digit pair (d3, d1 or d2, d0) reads both passes' operands in one load.
-        const int e = mx > 0 ? max(-100, min(100, 30 - E)) : 0;
-        const float up = ldexpf(1.0f, e);
-        unscale = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
-        for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
-            const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
-            const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-            uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                int X = __float2int_rn(v[k] * up);
-                const int d0 = int(int8_t(X));
-                X = (X - d0) >> 8;
-                const int d1 = int(int8_t(X));
-                X = (X - d1) >> 8;
-                const int d2 = int(int8_t(X));
-                const int d3 = (X - d2) >> 8;
-                const int sh = 8 * (k & 3);
-                d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
-                d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
-                d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
-                d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
-            }
-            reinterpret_cast<uint4*>(s_h + 16 * blk)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
-            reinterpret_cast<uint4*>(s_h + 16 * blk)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
-        }
-        __syncthreads();
-        return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
-    }
-    const int e = mx > 0 ? max(-100, min(100, 15 - E)) : 0;
-    const float up = ldexpf(1.0f, e);  // |e| <= 100: both powers are normal floats
-    unscale = ldexpf(1.0f, -e);
+    // X below 2^30: d3 lies in [-64, 64].
+    const int e = mx > 0 ? max(-100, min(100, 30 - E)) : 0;  // |e| <= 100: both powers are normal floats
+    const float up = ldexpf(1.0f, e);
+    unscale = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
     for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
         const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
         const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-        __half hl[16];
+        uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            const float y = v[k] * up;
-            hl[k] = __float2half_rn(y);
-            hl[8 + k] = __float2half_rn(y - __half2float(hl[k]));
+            int X = __float2int_rn(v[k] * up);
+            const int d0 = int(int8_t(X));  // balanced digits: each in [-128, 127]
+            X = (X - d0) >> 8;
+            const int d1 = int(int8_t(X));
+            X = (X - d1) >> 8;
+            const int d2 = int(int8_t(X));
+            const int d3 = (X - d2) >> 8;
+            const int sh = 8 * (k & 3);
+            d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
+            d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
+            d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
+            d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
         }
-        reinterpret_cast<int4*>(s_h + 16 * blk)[0] = *reinterpret_cast<const int4*>(hl);
-        reinterpret_cast<int4*>(s_h + 16 * blk)[1] = *reinterpret_cast<const int4*>(hl + 8);
+        reinterpret_cast<uint4*>(s_d + 32 * blk)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
+        reinterpret_cast<uint4*>(s_d + 32 * blk)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
     }
     __syncthreads();
     return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
@@ -321,61 +285,12 @@ struct MmaBatch {
     }
 };
 
-// The dot products of one batch (steps s0, s0 + k_mwarps, ...) into acc (INT4: each step's group
-// sum scaled) or c8 (INT8: the row sums, scaled once at the end). xb, xstep, xf: the lane's B
-// operand in the staged x (see mma_rows).
+// The dot products of one batch (steps s0, s0 + k_mwarps, ...) into acc (INT4: each row's
+// (d3, d2) and (d1, d0) sums of each step, scaled by its group's scale) or ci (INT8: the rows'
+// digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the staged x (mma_rows).
 template <QuantScheme Q, int MS>
-__device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const __half* xb, int xstep, int xf,
-                                          float (&acc)[2], float (&c8)[4]) {
-#pragma unroll
-    for (int u = 0; u < MS; ++u) {
-        const int st = s0 + k_mwarps * u;
-        if (st >= n_steps) break;  // uniform over the warp
-        const __half* xs = xb + st * xstep;
-        const uint32_t* a0 = reinterpret_cast<const uint32_t*>(&b.v[u][0]);
-        const uint32_t* a1 = reinterpret_cast<const uint32_t*>(&b.v[u][1]);
-        if constexpr (Q == QuantScheme::int4) {
-            float c[4] = {};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                uint32_t h0[4], h1[4];
-                widen_int4(a0[i], h0);
-                widen_int4(a1[i], h1);
-                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 16 * i);
-                const uint32_t fa[4] = {h0[0], h1[0], h0[1], h1[1]}, fb[4] = {h0[2], h1[2], h0[3], h1[3]};
-                mma16816<__half>(c, fa, bx.x, bx.y);
-                mma16816<__half>(c, fb, bx.z, bx.w);
-            }
-            acc[0] = fmaf(b.sc[u][0], c[0] + c[1], acc[0]);
-            acc[1] = fmaf(b.sc[u][1], c[2] + c[3], acc[1]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                uint32_t h0[2], h1[2];
-                widen_int8(a0[i], h0);
-                widen_int8(a1[i], h1);
-                const uint2 bx = *reinterpret_cast<const uint2*>(xs + xf * (16 * (i >> 1) + 4 * (i & 1)));
-                const uint32_t fa[4] = {h0[0], h1[0], h0[1], h1[1]};
-                mma16816<__half>(c8, fa, bx.x, bx.y);
-            }
-        }
-    }
-}
-
-// The integer path: the weights as signed bytes (INT8 as stored; INT4 nibble n = q + 8 becomes the
-// byte 16 q: (n << 4) ^ 0x80, one shift and one LOP3 or just the LOP3, against three instructions
-// per two weights to widen into f16) times x's digits, on the s8 tensor cores (m16n8k32, exact
-// s32 sums). Each word takes two passes: digits (d3, d2) in columns (2t, 2t + 1), then (d1, d0),
-// so lane (g, t) finds in c[pass][0], c[pass][1] row g's sums with the two digits and in c[2],
-// c[3] row g + 8's. INT8 sums a whole row's digits in s32 (|sum| < 2^23 for rows below 2^17
-// columns); INT4 scales each step's group sums: d3 2^8 + d2 and d1 2^8 + d0 (|.| < 2^28, an f32
-// rounding), accumulated apart and joined (times 2^16) at the tile's end.
-__device__ __forceinline__ uint32_t nib_lo(uint32_t w) { return ((w << 4) & 0xF0F0F0F0u) ^ 0x80808080u; }  // columns 0, 2, 4, 6
-__device__ __forceinline__ uint32_t nib_hi(uint32_t w) { return (w & 0xF0F0F0F0u) ^ 0x80808080u; }         // columns 1, 3, 5, 7
-
-template <QuantScheme Q, int MS>
-__device__ __forceinline__ void imma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
-                                           float (&acc)[2][2], int (&ci)[2][4]) {
+__device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
+                                          float (&acc)[2][2], int (&ci)[2][4]) {
 #pragma unroll
     for (int u = 0; u < MS; ++u) {
         const int st = s0 + k_mwarps * u;
@@ -422,12 +337,12 @@ __device__ __forceinline__ void imma_batch(const MmaBatch<Q, MS>& b, int s0, int
 // tile slots and meet once every KR tiles (and after the block's last); behind that barrier 16
 // threads a tile finish those tiles while the warps go on into the other half of the ring (whose
 // readers finished before this barrier), so a tile costs 1 / KR barrier instead of 2.
-template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, bool IM = false, typename W, typename RowsOf, typename Epilogue>
+template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, typename W, typename RowsOf, typename Epilogue>
 __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
                          RowsOf rows_of, Epilogue epilogue) {
     static_assert(KR >= 1 && 16 * KR <= k_mwarps * 32, "the epilogue takes 16 threads a tile");
     extern __shared__ int4 s_raw[];
-    __half* s_h = reinterpret_cast<__half*>(s_raw);
+    uint8_t* s_d = reinterpret_cast<uint8_t*>(s_raw);
     __shared__ float s_red[KR == 1 ? 1 : 2 * KR][k_mwarps][16];
     __shared__ int4 s_zero;  // the B operand of the lanes that hold none
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -458,19 +373,19 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     if constexpr (!PRELOAD) start();
     if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
     float unscale;
-    const float x_scale = stage_x_halves<Q, IM>(s_h, kpad, x, cols, norm_w, offset, eps, unscale);
-    if constexpr (IM && Q == QuantScheme::int4) unscale *= 1.0f / 16;  // the weights are 16 q
-    // In the staged x (32 bytes per 8 columns: hi, then lo) a step is step_cols / 8 blocks, lane
-    // t's piece starts t / 4 of a step in, an INT4 word is one block, an INT8 word half of one.
+    const float x_scale = stage_x_digits<Q>(s_d, kpad, x, cols, norm_w, offset, eps, unscale);
+    if constexpr (Q == QuantScheme::int4) unscale *= 1.0f / 16;  // the weights are 16 q
+    // In the staged x (32 bytes per 8 columns) a step is step_cols / 8 blocks, lane t's piece
+    // starts t / 4 of a step in, an INT4 word is one block, an INT8 word half of one; lane g
+    // feeds (d3, d1) when even, (d2, d0) when odd.
     const bool feeds = g / 2 == t;
-    const __half* xb = feeds ? s_h + 8 * (g & 1) + 16 * t * (step_cols / 32) : reinterpret_cast<const __half*>(&s_zero);
-    const int xstep = feeds ? 2 * step_cols : 0, xf = feeds ? 1 : 0;
+    const uint8_t* xb = feeds ? s_d + 16 * (g & 1) + 32 * t * (step_cols / 32) : reinterpret_cast<const uint8_t*>(&s_zero);
+    const int xstep = feeds ? 4 * step_cols : 0, xf = feeds ? 1 : 0;
     int it = 0;  // this block's tiles so far
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {
         float acc[2] = {};
-        float c8[4] = {};  // INT8: the row sums accumulate in the tensor core across steps
-        float acc2[2][2] = {};  // the integer path, INT4: each row's (d3, d2) and (d1, d0) sums, scaled
-        int ci[2][4] = {};      // the integer path, INT8: the digit sums of the rows
+        float acc2[2][2] = {};  // INT4: each row's (d3, d2) and (d1, d0) sums, scaled
+        int ci[2][4] = {};      // INT8: the rows' digit sums accumulate in the tensor core across steps
         const uint8_t* wn[2] = {w[0], w[1]};
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
@@ -480,23 +395,17 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                 find_rows(tile + int(gridDim.x), wn, sn);
                 next.load(wn, sn, warp, n_steps, ln);
             }
-            if constexpr (IM)
-                imma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, reinterpret_cast<const uint8_t*>(xb), 2 * xstep, xf, acc2, ci);
-            else
-                mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc, c8);
+            mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc2, ci);
             cur = next;
         }
-        if constexpr (IM && Q == QuantScheme::int8) {
+        if constexpr (Q == QuantScheme::int8) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)
                 acc[r] = fmaf(fmaf(fmaf(float(ci[0][2 * r]), 256.0f, float(ci[0][2 * r + 1])), 256.0f, float(ci[1][2 * r])), 256.0f,
                               float(ci[1][2 * r + 1])) * __ldg(s[r]);
-        } else if constexpr (IM) {
+        } else {
 #pragma unroll
             for (int r = 0; r < 2; ++r) acc[r] = fmaf(acc2[r][0], 65536.0f, acc2[r][1]);
-        } else if constexpr (Q == QuantScheme::int8) {
-            acc[0] = (c8[0] + c8[1]) * __ldg(s[0]);
-            acc[1] = (c8[2] + c8[3]) * __ldg(s[1]);
         }
         if (n_batches == 0 && tile + int(gridDim.x) < n_tiles) find_rows(tile + int(gridDim.x), wn, sn);
 #pragma unroll
@@ -544,7 +453,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     }
 }
 
-template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, int rows) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -568,11 +477,11 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, 
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + total(j) + b;
     };
-    mma_rows<Q, MS, true, KR, IM>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
+    mma_rows<Q, MS, true, KR>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
                 epilogue);
 }
 
-template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQuantArgs a) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
@@ -588,13 +497,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQ
         const float u = total(j + 8) + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
         a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, true, KR, IM>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+    mma_rows<Q, MS, true, KR>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
 // The routed experts (moe.cu) on quantized blocks. Gate and up: a virtual matrix of top_k * ffn
 // row pairs, tiles as gemv_gated_mma_kernel's, expert j's rows found through the base the router
 // wrote (so no load before pdl_wait).
-template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemvArgs a) {
     const int rows = a.top_k * a.ffn, cols = a.hidden;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -611,13 +520,13 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_gated_mma_kernel(MoeGemv
         const float g = total(j), u = total(j + 8);
         a.act_out[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, false, KR, IM>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
+    mma_rows<Q, MS, false, KR>((rows + 7) / 8, cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps,
                            rows_of, epilogue);
 }
 
 // Down: expert blockIdx.y's [hidden, ffn] rows against its own act_out row, the tiles of one
 // expert spread over gridDim.x blocks.
-template <QuantScheme Q, int MS, int KR, typename W, bool IM = false>
+template <QuantScheme Q, int MS, int KR, typename W>
 __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvArgs a) {
     const int e = int(blockIdx.y), rows = a.hidden, cols = a.ffn;
     const size_t row_bytes = Q == QuantScheme::int8 ? size_t(cols) : size_t(cols / 2);
@@ -632,7 +541,7 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) moe_down_mma_kernel(MoeGemvA
         const int r = tile * 16 + j;
         if (r < rows) a.partial[size_t(e) * rows + r] = total(j);
     };
-    mma_rows<Q, MS, false, KR, IM>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
+    mma_rows<Q, MS, false, KR>((rows + 15) / 16, cols, a.group_size, a.act_out + size_t(e) * cols, static_cast<const W*>(nullptr), 0.0f,
                            0.0f, rows_of, epilogue);
 }
 
@@ -661,7 +570,7 @@ void launch_persistent(K kernel, int n_groups, int cols, cudaStream_t s, Args&&.
 size_t mma_smem_bytes(QuantScheme q, int cols) {
     const int row_bytes = q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes;
-    return size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 2 * sizeof(__half);
+    return size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 4;  // 4 digit bytes per column
 }
 
 template <typename K, typename... Args>
@@ -672,8 +581,8 @@ void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, 
 }
 
 // Steps (two 16-byte loads per lane) per batch of the tensor-core GEMV, its template parameter
-// MS; two batches are in flight. Measured on the H200 (bench/results/2026-12-02-h200-quant/):
-// INT8 runs best with 3 (its widening is light), INT4 with 2 (3 costs it registers and speed);
+// MS; two batches are in flight. Measured on the H200 (bench/results/2026-12-05-gemv-imma/): INT8
+// runs best with 3 (head 138.1 us against 146.3 with 2), INT4 with 2 (head 90.5 against 94.1);
 // TT_QUANT_MMA_STEPS=2|3 forces one for an A/B.
 int quant_mma_steps(QuantScheme q) {
     static const int forced = env_int("TT_QUANT_MMA_STEPS", 0);
@@ -691,32 +600,21 @@ int quant_red_tiles(QuantScheme q) {
     return q == QuantScheme::int4 ? 4 : 1;
 }
 
-// Whether the decode GEMVs take the integer tensor cores (x in four s8 digits, imma_batch) or the
-// f16 ones (x as f16 halves, the weights widened to f16); TT_QUANT_IMMA=0|1 forces one for an A/B.
-bool quant_int_mma() {
-    static const int forced = env_int("TT_QUANT_IMMA", 1);
-    return forced != 0;
-}
-
-template <QuantScheme Q, template <QuantScheme, int, int, typename, bool> class K, typename W, typename Go>
+template <QuantScheme Q, template <QuantScheme, int, int, typename> class K, typename W, typename Go>
 void pick_mma(Go&& go) {
     const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
-    constexpr int kr_im = Q == QuantScheme::int4 ? 4 : 1;
-    if (quant_int_mma()) {
-        if (ms == 2) go(K<Q, 2, kr_im, W, true>::kernel);
-        else go(K<Q, 3, kr_im, W, true>::kernel);
-    } else if (ms == 2 && kr == 1) go(K<Q, 2, 1, W, false>::kernel);
-    else if (ms == 2) go(K<Q, 2, 4, W, false>::kernel);
-    else if (kr == 1) go(K<Q, 3, 1, W, false>::kernel);
-    else go(K<Q, 3, 4, W, false>::kernel);
+    if (ms == 2 && kr == 1) go(K<Q, 2, 1, W>::kernel);
+    else if (ms == 2) go(K<Q, 2, 4, W>::kernel);
+    else if (kr == 1) go(K<Q, 3, 1, W>::kernel);
+    else go(K<Q, 3, 4, W>::kernel);
 }
-template <QuantScheme Q, int MS, int KR, typename W, bool IM>
+template <QuantScheme Q, int MS, int KR, typename W>
 struct DenseMma {
-    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W, IM>;
+    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W>;
 };
-template <QuantScheme Q, int MS, int KR, typename W, bool IM>
+template <QuantScheme Q, int MS, int KR, typename W>
 struct GatedMma {
-    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W, IM>;
+    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W>;
 };
 
 template <typename T>
@@ -818,10 +716,7 @@ void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s) {
     moe_check_layout(a, "moe_gemv_gated");
     const int n_tiles = (a.top_k * a.ffn + 7) / 8;
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        const bool im = quant_int_mma();
-        if (a.quant == QuantScheme::int4 && im) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W, true>, a.quant, n_tiles, a.hidden, s, a);
-        else if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
-        else if (im) launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W, true>, a.quant, n_tiles, a.hidden, s, a);
+        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
         else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W>, a.quant, n_tiles, a.hidden, s, a);
     });
     TT_CUDA_LAUNCH_CHECK();
@@ -837,10 +732,7 @@ void moe_gemv_down_quant(const MoeGemvArgs& a, cudaStream_t s) {
         launch(kernel, dim3(unsigned(per_expert), unsigned(a.top_k)), k_mwarps * 32, smem, s, a);
     };
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        const bool im = quant_int_mma();
-        if (a.quant == QuantScheme::int4 && im) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W, true>);
-        else if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W>);
-        else if (im) go(moe_down_mma_kernel<QuantScheme::int8, 3, 1, W, true>);
+        if (a.quant == QuantScheme::int4) go(moe_down_mma_kernel<QuantScheme::int4, 2, 1, W>);
         else go(moe_down_mma_kernel<QuantScheme::int8, 3, 1, W>);
     });
     TT_CUDA_LAUNCH_CHECK();
