@@ -10,7 +10,7 @@
 // written in three signed base-128 digits X = d0 * 2^14 + d1 * 2^7 + d2 (d1, d2 in [-64, 63],
 // |d0| <= 64: each a signed byte). A code's products with the digits are exact integers, and so are a lane's sums over its
 // eight columns (below 2^28 with the correction below). The roundings are X's (2^-21 of the
-// block's largest |x|, as the CUDA GEMV's two f16 halves hold x to 22 bits of the vector's
+// block's largest |x|; the CUDA GEMV's four base-256 digits hold x to 2^-30 of the vector's
 // largest, quant.cu), then, as in the f32 kernel, the lane sum's conversion to f32 and the f32
 // accumulation. q = code - 8 is taken care of by adding -8 * sum(X) over each lane's columns,
 // also exact.
