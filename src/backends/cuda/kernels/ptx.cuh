@@ -42,8 +42,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) 
 }
 
 // An INT8 word (4 two's-complement bytes) -> two f16 pairs (c0, c1), (c2, c3): the byte + 128 under
-// the f16 exponent of 1024 is 1024 + q + 128; one subtraction leaves q. (quant.cu's weights, the
-// 8-bit KV cache's rows in decode_attention_mma.cu.)
+// the f16 exponent of 1024 is 1024 + q + 128; one subtraction leaves q. (The 8-bit KV cache's rows
+// in decode_attention_mma.cu; quant.cu's weights enter the integer tensor cores as bytes.)
 __device__ __forceinline__ void widen_int8(uint32_t w, uint32_t (&h)[2]) {
     const uint32_t u = w ^ 0x80808080u;
     const __half2 magic = __halves2half2(__ushort_as_half(0x6480), __ushort_as_half(0x6480));  // 1152

@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // lane's A slots take its bytes in the order the widening produces them, and x is stored in that
 // order. INT8 keeps a row's digit sums in s32 across the whole row (a lane's, at most
 // cols / 32 * 127 * 128: exact in f32 up to ~33k columns, inside s32 up to 4M) and joins them
-// once; INT4 joins each step's into d3 2^8 + d2 and d1 2^8 + d0
-// (below 2^28, one f32 rounding each), scales them and adds the two at the tile's end (times 2^16).
+// once; INT4 joins each step's into d3 2^8 + d2 and d1 2^8 + d0 (below 2^28, one f32 rounding
+// each), scales them and adds the two at the tile's end (times 2^16).
 // On the H200 this took the INT4 GEMVs of the 8B shapes from 94.7 to 90.5 us (head) and 27.2 to
 // 25.3 us (gate+up) against the f16 tensor-core path it replaced (2026-12-05, bench/results/
 // 2026-12-05-gemv-imma/README.md).
