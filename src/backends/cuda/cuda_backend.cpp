@@ -483,9 +483,6 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
-    // note: the CPU layers' caches would have to cross the bus with their scales (copy_cpu_kv), so
-    // the planner gives no layer to the CPU with the 8-bit cache and refuses --cpu-layers above 0.
-    TT_ASSERT(kv_type_ != KvCacheType::int8 || plan_.n_cpu_layers == 0, "the plan put layers on the CPU beside the 8-bit KV cache");
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
@@ -773,16 +770,29 @@ void CudaBackend::check_cpu() {
 }
 
 void CudaBackend::copy_cpu_kv(int from, int upto, cudaMemcpyKind kind) {
-    const size_t row = host_layers_->kv_row_bytes(), off = size_t(from) * row, n = size_t(upto - from) * row;
+    // The 8-bit cache's rows are only half of it: each row's scale ([n_ctx, n_kv_heads] f32 on both
+    // sides, HostLayers laid out like the device's) crosses with it, else the side that reads them
+    // would scale the new rows by stale or unset scales.
+    const size_t row = host_layers_->kv_row_bytes(), srow = host_layers_->kv_scale_row_bytes();
+    const size_t off = size_t(from) * row, n = size_t(upto - from) * row;
+    const size_t soff = size_t(from) * srow, sn = size_t(upto - from) * srow;
+    const bool down = kind == cudaMemcpyDeviceToHost;
+    const auto copy = [&](void* host, void* dev, size_t at, size_t bytes) {
+        uint8_t* h = static_cast<uint8_t*>(host) + at;
+        uint8_t* d = static_cast<uint8_t*>(dev) + at;
+        TT_CUDA_CHECK(cudaMemcpy(down ? h : d, down ? d : h, bytes, kind));
+    };
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the steps that wrote the rows are done
     for (const CpuGroup& g : cpu_groups_)
         for (int il = g.first; il < g.end; ++il) {
-            uint8_t* host[2] = {static_cast<uint8_t*>(host_layers_->k_cache(il)), static_cast<uint8_t*>(host_layers_->v_cache(il))};
-            uint8_t* dev[2] = {static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].k_cache)), static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].v_cache))};
-            for (int c = 0; c < 2; ++c) {
-                const bool down = kind == cudaMemcpyDeviceToHost;
-                TT_CUDA_CHECK(cudaMemcpy((down ? host[c] : dev[c]) + off, (down ? dev[c] : host[c]) + off, n, kind));
-            }
+            DevLayer& L = layers_[size_t(il)];
+            copy(host_layers_->k_cache(il), slot_ptr(L.k_cache), off, n);
+            copy(host_layers_->v_cache(il), slot_ptr(L.v_cache), off, n);
+            if (srow == 0) continue;
+            TT_ASSERT(L.k_scale.ptr && L.v_scale.ptr && host_layers_->k_scale(il) && host_layers_->v_scale(il));
+            TT_ASSERT(L.k_scale.bytes == size_t(n_seq_) * size_t(n_ctx_) * srow, "layer {}: the device's scales are not the host's layout", il);
+            copy(host_layers_->k_scale(il), slot_ptr(L.k_scale), soff, sn);
+            copy(host_layers_->v_scale(il), slot_ptr(L.v_scale), soff, sn);
         }
 }
 
