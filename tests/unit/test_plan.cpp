@@ -509,7 +509,7 @@ TEST(Plan, CpuLayersWithThe8BitKvCache) {
     EXPECT_EQ(make_plan(forced).n_cpu_layers, 3);
 
     // Layer 2 with head_dim 32: its rows are half as wide as the others'.
-    for (KvCacheType kv : {KvCacheType::int8, KvCacheType::automatic}) {
+    for (KvCacheType kv : {KvCacheType::int8, KvCacheType::floating}) {
         PlanInput mixed = in;
         mixed.kv_cache = kv;
         mixed.spec.layers[2].head_dim = 32;

@@ -56,6 +56,7 @@
 #include "model/weights.h"
 #include "runtime/backend.h"
 #include "runtime/device_buffers.h"
+#include "runtime/kv_cache_choice.h"
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
@@ -190,9 +191,13 @@ public:
     ~CudaBackend() override;
 
     std::string describe() const override {
-        if (!host_layers_) return fmt::format("cuda:{} {}", device_, device_name_);
-        return fmt::format("cuda:{} {} + {} layers on the CPU ({} threads)", device_, device_name_, plan_.n_cpu_layers, host_pool_->size());
+        // The 8-bit KV cache is named as the CPU and host backends name it (validate's reports, bench).
+        const char* kv = kv_type_ == KvCacheType::int8 ? ", 8-bit KV cache" : "";
+        if (!host_layers_) return fmt::format("cuda:{} {}{}", device_, device_name_, kv);
+        return fmt::format("cuda:{} {} + {} layers on the CPU ({} threads){}", device_, device_name_, plan_.n_cpu_layers,
+                           host_pool_->size(), kv);
     }
+    KvCacheType kv_cache() const override { return kv_type_; }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
     void rewind(int n) override;
@@ -309,7 +314,7 @@ private:
     DType wdt_ = DType::bf16, kvdt_ = DType::bf16;
     // kv_type_ int8: kvdt_ is i8 (values) and attention computes in adt_, the weights' dtype; else
     // adt_ == kvdt_.
-    KvCacheType kv_type_ = KvCacheType::automatic;
+    KvCacheType kv_type_ = KvCacheType::floating;
     DType adt_ = DType::bf16;
     float* slot_scales(const DeviceBuffer& b) const { return b.ptr ? static_cast<float*>(slot_ptr(b)) : nullptr; }
     int n_ctx_ = 0, n_past_ = 0;
@@ -455,14 +460,14 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
         if (t.view.dtype != wdt_ && t.view.quant == QuantScheme::none && !scales.count(t.view.data))
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
-    kv_type_ = opt.kv_cache;
+    // --kv-cache int8 on a head_dim the kernels cannot read is refused here; the profile's 8-bit
+    // cache falls back to the float one, said once (device_plan_input takes the same choice quietly).
+    // given: the archive the user named (a is a load-time quantized copy under a quantized profile).
+    const KvCacheChoice kv_choice = cuda_kv_cache(spec_, opt.kv_cache, opt.profile, given.path());
+    if (!kv_choice.warning.empty()) log::warn("{}", kv_choice.warning);
+    kv_type_ = kv_choice.type;
     kvdt_ = kv_cache_dtype(wdt_, kv_type_);  // the planner's rule too (runtime/device_buffers.h)
     adt_ = kv_cache_dtype(wdt_);
-    if (kv_type_ == KvCacheType::int8)
-        for (int il = 0; il < spec_.n_layers; ++il)
-            if (spec_.has_kv(il) && spec_.layer_head_dim(il) % 16 != 0)
-                fail("{}: --kv-cache int8 on CUDA needs head_dim a multiple of 16, but layer {} has {}; use --device cpu or host",
-                     a.path(), il, spec_.layer_head_dim(il));
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     n_seq_ = std::max(1, opt.n_sequences);
