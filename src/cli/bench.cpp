@@ -191,7 +191,8 @@ int run(Opts o) {
     const bool head_copy = s.tied_embeddings && (body != QuantScheme::none || archive_quant_scheme(*m.archive) != QuantScheme::none);
     if (head_copy) weight_bytes += run_nbytes(m.archive->tensor("token_embd.weight").view, Role::output, QuantScheme::int8, 0);
     const size_t elem = dtype_size(m.archive->tensors().front().view.dtype);
-    const bool kv_int8 = parse_kv_cache_type(o.model.kv_cache) == KvCacheType::int8;
+    // The cache the backend stores (--kv-cache, or the profile's: kv_cache_choice.h), not the flag.
+    const bool kv_int8 = m.backend->kv_cache() == KvCacheType::int8;
     // Decode reads every weight once, except the embedding table (one row) unless it doubles as
     // the output head; plus the visible K and V rows of every layer.
     const uint64_t row_bytes = embd_bytes / uint64_t(s.vocab_size);
@@ -362,6 +363,7 @@ int run(Opts o) {
                             {"archive", m.archive_path},
                             {"backend", m.backend->describe()},
                             {"profile", o.model.profile},
+                            {"kv_cache", kv_cache_type_name(m.backend->kv_cache())},
                             {"params", n_params},
                             {"weight_bytes", weight_bytes},
                             {"dtype", dtype_name(m.archive->tensors().front().view.dtype)},

@@ -72,9 +72,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "weights) or max-max-perf (INT4 weights); docs/QUANTIZATION.md")
         ->check(CLI::IsMember({"safe", "balanced", "max-performance", "max-max-perf"}));
     sub.add_option("--kv-cache", a.kv_cache,
-                   "KV cache storage: auto (f32 on the CPU, the weights' float dtype on host and CUDA; default) or int8 (a "
-                   "scale per head and position); docs/QUANTIZATION.md")
-        ->check(CLI::IsMember({"auto", "int8"}));
+                   "KV cache storage: auto (the profile's: int8 under max-max-perf, else float; default), float (f32 on the "
+                   "CPU, the weights' float dtype on host and CUDA) or int8 (a scale per head and position; on CUDA "
+                   "head_dim a multiple of 16); docs/QUANTIZATION.md")
+        ->check(CLI::IsMember({"auto", "float", "int8"}));
     sub.add_option("--vram-budget", a.vram_budget, "GPU memory the model may use, e.g. 8GiB (default: free VRAM minus a margin)")
         ->check(byte_budget("--vram-budget"));
     sub.add_option("--ram-budget", a.ram_budget, "Host memory for weights streamed to the GPU, e.g. 32GiB (default: free RAM)")
@@ -158,7 +159,7 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     const std::string asked = device_of(a);
     bo.device = asked.empty() ? default_device(spec, &why) : asked;
     bo.profile = parse_profile(a.profile);
-    bo.kv_cache = parse_kv_cache_type(a.kv_cache);
+    bo.kv_cache = parse_kv_cache_request(a.kv_cache);
     if (asked.empty())
         log::info("device: {} ({})", bo.device, !why.empty() ? why : bo.device == "cpu" ? "no usable GPU found" : "GPU found");
     bo.context = a.context > 0 ? a.context : std::min(needed_context, spec.max_context);

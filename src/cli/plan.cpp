@@ -15,6 +15,7 @@
 #include "model/weight_quant.h"
 #include "runtime/doctor.h"
 #include "runtime/gpu_split.h"
+#include "runtime/kv_cache_choice.h"
 #include "runtime/model_source.h"
 #include "runtime/plan.h"
 
@@ -86,7 +87,7 @@ int run(const Opts& o) {
     bo.n_threads = o.model.threads;  // the CPU's GEMV rate for layers on the CPU depends on it
     bo.profile = parse_profile(o.model.profile);
     // Quantized weights: stored, or quantized at load (apply_profile_quant counts those bytes).
-    bo.kv_cache = parse_kv_cache_type(o.model.kv_cache);
+    bo.kv_cache = parse_kv_cache_request(o.model.kv_cache);
     if (!o.model.vram_budget.empty()) bo.vram_budget = parse_byte_size(o.model.vram_budget, "--vram-budget");
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
@@ -96,6 +97,11 @@ int run(const Opts& o) {
     if (o.model.device == "cpu" || o.model.device == "host")
         fail("--device {}: the planner places weights in GPU memory; the {} backend reads them from the mapping in place",
              o.model.device, o.model.device == "cpu" ? "CPU" : "host");
+
+    // The KV cache the CUDA backend would store: an explicit int8 it cannot hold is refused, and the
+    // profile's 8-bit cache falling back to the float one is said here as the backend says it.
+    const KvCacheChoice kv = cuda_kv_cache(spec, bo.kv_cache, bo.profile, path);
+    if (!kv.warning.empty()) log::warn("{}", kv.warning);
 
     // --gpus: the first is the one-GPU plan's device; two or more plan a split (runtime/gpu_split.h).
     const std::vector<int> gpus = o.model.gpus.empty() ? std::vector<int>{} : parse_gpu_list(o.model.gpus);
@@ -120,7 +126,7 @@ int run(const Opts& o) {
         in.ram_budget = bo.ram_budget;
         in.expert_slots = bo.expert_slots;
         in.cpu_layers = bo.cpu_layers;
-        in.kv_cache = bo.kv_cache;
+        in.kv_cache = kv.type;
         in.device_total = in.device_free = sizes[0];
         apply_profile_quant(in, a, bo.profile);
         in.ram_available = host_available_ram();

@@ -95,6 +95,10 @@ public:
     // chooses on the device, so that only the ids cross to the host.
     virtual void decode_batch_greedy(std::span<const int> seqs, std::span<const int32_t> tokens, std::span<int32_t> ids);
 
+    // The KV cache this backend stores (BackendOptions::kv_cache resolved): bench and validate
+    // report it, and validate's bounds follow it (runtime/parity.h, with_kv_cache).
+    virtual KvCacheType kv_cache() const = 0;
+
     // Streaming figures; the default (CPU) streams nothing.
     virtual StreamStats stream_stats() const { return {}; }
     // Seconds per decode step with the weight copies left out (kernels only, reading whatever the
@@ -111,7 +115,9 @@ struct BackendOptions {
     int context = 0;             // KV cache length; 0 = the model's max_context
     int n_threads = 0;           // CPU threads; 0 = all cores
     Profile profile = Profile::balanced;
-    KvCacheType kv_cache = KvCacheType::automatic;  // int8: the 8-bit KV cache (cpu and host so far)
+    // --kv-cache: auto is the profile's cache (profile_kv_cache); which one a backend stores is
+    // kv_cache_choice.h's rule (CUDA's 8-bit cache needs head_dim a multiple of 16), said by kv_cache().
+    KvCacheRequest kv_cache = KvCacheRequest::automatic;
     uint64_t vram_budget = 0;    // bytes of VRAM the backend may use; 0 = free VRAM minus a margin
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)

@@ -104,7 +104,7 @@ using PrefillBuffers = std::array<BufferSize, size_t(PrefillBuf::count)>;
 // `logit_rows` rows (the planner budgets one: the last; all-position logits, as `validate` asks
 // for, take up to a chunk of rows and grow the logits buffer then).
 PrefillBuffers prefill_buffers(const ModelSpec& s, int tokens, int keys, DType weights, int logit_rows,
-                               KvCacheType kv = KvCacheType::automatic);
+                               KvCacheType kv = KvCacheType::floating);
 
 // The decode step's buffers (fixed addresses: the CUDA graph refers to them).
 enum class DecodeBuf : int {
@@ -166,8 +166,8 @@ constexpr size_t delta_net_prefill_scratch_floats(int n_k_heads, int n_v_heads, 
 // Bytes of one layer's K (or V) cache for `context` positions: the model-wide kv_dim's, and
 // layer il's (its own kv_dim; 0 for a layer without a cache of its own).
 // kv: --kv-cache (int8: a byte a value and an f32 scale a (position, KV head) row).
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
-uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::floating);
+uint64_t kv_cache_layer_bytes(const ModelSpec& s, int il, int context, DType weights, KvCacheType kv = KvCacheType::floating);
 // Layer il's K (or V) cache as the backend allocates it: the values, and the 8-bit cache's row
 // scales (0 otherwise); kv_cache_layer_bytes is their sum.
 struct KvCacheParts {
@@ -180,7 +180,7 @@ bool prefill_needs_scores(const ModelSpec& s, DType weights);
 int min_kv_heads(const ModelSpec& s);
 // Bytes of every K and V cache for `context` positions: the layers with a cache of their own
 // (ModelSpec::has_kv), each at its own kv_dim; Gemma 4's KV-shared layers add nothing.
-uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::automatic);
+uint64_t kv_cache_bytes(const ModelSpec& s, int context, DType weights, KvCacheType kv = KvCacheType::floating);
 
 template <size_t N>
 uint64_t total_bytes(const std::array<BufferSize, N>& list) {

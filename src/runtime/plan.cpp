@@ -644,10 +644,20 @@ Plan make_plan(const PlanInput& in) {
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights, in.kv_cache);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
-    // note: with the 8-bit KV cache the GPU does not hand layers to the CPU yet (their caches would
-    // cross the bus with their scales; cuda_backend.cpp refuses the combination).
-    const std::string host_limit = in.kv_cache == KvCacheType::int8 ? "--kv-cache int8 on CUDA runs no layer on the CPU yet"
-                                                                      : host_unsupported_reason(s);
+    std::string host_limit = host_unsupported_reason(s);
+    // note: a CPU layer's cache crosses the bus between prefill on the GPU and decode on the CPU
+    // (cuda_backend.cpp's copy_cpu_kv), the 8-bit cache's row scales with its rows. The host keeps
+    // one model-wide row width (kv_dim values, n_kv_heads scales a position), so a model whose
+    // layers' KV widths differ keeps every layer on the GPU, whichever the cache.
+    if (host_limit.empty())
+        for (int il = 0; il < s.n_layers; ++il)
+            if (s.has_kv(il) && (s.layer_head_dim(il) != s.head_dim || s.layer_n_kv_heads(il) != s.n_kv_heads)) {
+                host_limit = fmt::format("the CPU layers' {}KV caches need every layer's rows {} heads x {} wide, but layer {} has "
+                                         "{} x {}",
+                                         in.kv_cache == KvCacheType::int8 ? "8-bit " : "", s.n_kv_heads, s.head_dim, il,
+                                         s.layer_n_kv_heads(il), s.layer_head_dim(il));
+                break;
+            }
     const bool gpu_only = s.has_moe() || !host_limit.empty();
     const int max_cpu = gpu_only ? 0 : int(std::min<uint64_t>(movable.size(), host_kv ? ram_spare / host_kv : movable.size()));
     // The CPU layers read the body's weights as the GPU runs them (quantized ones included): a

@@ -68,7 +68,9 @@ struct PlanInput {
     std::vector<PlanBlock> blocks;  // archive order: embed, [per_layer_embd, per_layer,] layer.0..N-1, output
     ModelSpec spec;
     DType weights = DType::bf16;    // the weights' dtype (the KV cache's follows: kv_cache_dtype)
-    KvCacheType kv_cache = KvCacheType::automatic;  // --kv-cache (int8: the 8-bit cache's bytes)
+    // The cache the backend stores (kv_cache_choice.h's cuda_kv_cache: --kv-cache and the profile;
+    // int8: the 8-bit cache's bytes). Layers on the CPU keep theirs in host memory in the same format.
+    KvCacheType kv_cache = KvCacheType::floating;
     int context = 0;                // KV-cache positions (of each sequence slot)
     int n_sequences = 1;            // sequence slots, each its own KV cache (serve --parallel)
     uint64_t vram_budget = 0;       // requested; 0 = free VRAM minus the margin
@@ -238,7 +240,7 @@ void apply_profile_quant(PlanInput& in, const Archive& a, Profile profile);
 // workspace, allocator slack) for `context` positions, in each of n_sequences slots (the KV cache
 // and recurrent state per slot, the rest once): sums of the backend's buffer lists.
 std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences = 1,
-                                      KvCacheType kv = KvCacheType::automatic);
+                                      KvCacheType kv = KvCacheType::floating);
 // Multiply-adds ×2 of a prefill of n tokens from an empty cache, logits of the last token only.
 double prefill_flops(const ModelSpec& s, int n);
 

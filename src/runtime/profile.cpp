@@ -30,4 +30,6 @@ QuantScheme profile_weight_scheme(Profile p) {
     }
 }
 
+KvCacheType profile_kv_cache(Profile p) { return p == Profile::max_max_perf ? KvCacheType::int8 : KvCacheType::floating; }
+
 }  // namespace tt

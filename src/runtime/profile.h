@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/quant.h"
+#include "runtime/kv_cache_type.h"
 
 #include <string>
 
@@ -21,6 +22,10 @@ Profile parse_profile(const std::string& name);
 const char* profile_name(Profile p);
 // The weight scheme of the body's projections the profile asks for (none: the weights as stored).
 QuantScheme profile_weight_scheme(Profile p);
+// The KV cache the profile stores when --kv-cache is auto: 8 bits under max-max-perf (issue #19:
+// at depth the cache is a large share of what decode reads beside INT4 weights, and it adds 0.3% to
+// INT4's KL, docs/QUANTIZATION.md), float under the others.
+KvCacheType profile_kv_cache(Profile p);
 // Every profile's name, for help texts and `inspect`.
 inline constexpr const char* k_profile_names[] = {"safe", "balanced", "max-performance", "max-max-perf"};
 

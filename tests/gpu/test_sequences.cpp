@@ -74,7 +74,7 @@ TEST(Sequences, BatchedDecodeMatchesEachSequenceAlone) {
         opt.device = "cuda";
         opt.context = std::min(spec.max_context, 128);
         opt.n_sequences = 3;
-        if (const char* kv = std::getenv("TT_SEQ_KV_CACHE")) opt.kv_cache = parse_kv_cache_type(kv);
+        if (const char* kv = std::getenv("TT_SEQ_KV_CACHE")) opt.kv_cache = parse_kv_cache_request(kv);
         if (spec.has_delta_net()) {
             try {
                 make_backend(a, opt);

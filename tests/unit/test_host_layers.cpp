@@ -164,7 +164,7 @@ TEST_P(HostVsReference, AllLogitsMatchTheCpuReference) {
     // scales after each product, the reference keeps the rounded rows in f32: the same numbers
     // summed in another order. Held to the f32 bound, split or not.
     if (c.dt != DType::f32) return;
-    opt.kv_cache = three.kv_cache = KvCacheType::int8;
+    opt.kv_cache = three.kv_cache = KvCacheRequest::int8;
     const std::vector<float> want8 = all_logits(*make_cpu_backend(a, opt), ids);
     auto host8 = make_host_backend(a, opt);
     EXPECT_NE(host8->describe().find("8-bit KV cache"), std::string::npos) << host8->describe();

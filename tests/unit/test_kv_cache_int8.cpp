@@ -2,7 +2,8 @@
 // rounding of the same rule, heads scaled apart; and its measured effect on a real trained model,
 // TinyStories-656K on the CPU reference: a 480-token story (the f32 cache's own greedy text)
 // teacher-forced through both caches, every position's logits compared (the quality figures of
-// docs/QUANTIZATION.md). Backends without an 8-bit cache refuse the flag, naming it.
+// docs/QUANTIZATION.md), under max-max-perf's default as when asked. --kv-cache's values and
+// their refusal; the choice between caches per profile and device is test_kv_cache_choice.cpp's.
 #include "backends/cpu/cpu_backend.h"
 #include "convert/convert.h"
 #include "core/error.h"
@@ -16,6 +17,7 @@
 #include "runtime/reference.h"
 #include "test_convert_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,14 +61,23 @@ TEST(KvCacheInt8, RowRoundsLikeAFloat64Rounding) {
 }
 
 TEST(KvCacheInt8, NamesAndRefusals) {
-    EXPECT_EQ(parse_kv_cache_type("auto"), KvCacheType::automatic);
-    EXPECT_EQ(parse_kv_cache_type("int8"), KvCacheType::int8);
+    EXPECT_EQ(parse_kv_cache_request("auto"), KvCacheRequest::automatic);
+    EXPECT_EQ(parse_kv_cache_request("float"), KvCacheRequest::floating);
+    EXPECT_EQ(parse_kv_cache_request("int8"), KvCacheRequest::int8);
+    for (KvCacheRequest r : {KvCacheRequest::automatic, KvCacheRequest::floating, KvCacheRequest::int8})
+        EXPECT_EQ(parse_kv_cache_request(kv_cache_request_name(r)), r);
     EXPECT_STREQ(kv_cache_type_name(KvCacheType::int8), "int8");
-    try {
-        parse_kv_cache_type("q4");
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("--kv-cache 'q4': unknown KV cache type (choose auto or int8)"), std::string::npos);
+    EXPECT_STREQ(kv_cache_type_name(KvCacheType::floating), "float");
+    // The old spelling of the float cache's enum value is not a flag value; neither is a case change.
+    for (const char* bad : {"q4", "automatic", "floating", "INT8", ""}) {
+        try {
+            parse_kv_cache_request(bad);
+            FAIL() << "expected an error for '" << bad << "'";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(fmt::format("--kv-cache '{}': unknown KV cache type (choose auto, float or int8)", bad)),
+                      std::string::npos)
+                << e.what();
+        }
     }
 }
 
@@ -80,7 +91,7 @@ TEST(KvCacheInt8, ValidateBounds) {
     EXPECT_EQ(q4.min_cosine, 0.97);
     EXPECT_EQ(q4.max_mean_kl, 0.05);
     const ParityThresholds safe = default_parity_thresholds(Profile::safe, true, true);
-    const ParityThresholds same = with_kv_cache(safe, KvCacheType::automatic);
+    const ParityThresholds same = with_kv_cache(safe, KvCacheType::floating);
     EXPECT_EQ(same.min_cosine, safe.min_cosine);
     EXPECT_EQ(same.max_mean_kl, safe.max_mean_kl);
     const ParityThresholds safe8 = with_kv_cache(safe, KvCacheType::int8);  // 0.99999 / 1e-4
@@ -109,7 +120,7 @@ const Archive& tinystories() {
 
 // The GPU planner's bytes for the 8-bit cache (the CUDA backend allocates from the same
 // arithmetic): a byte a value and an f32 scale a (position, KV head) row, K and V; the prefill's
-// dequantized rows in the weights' dtype; and no layer for the CPU beside the GPU.
+// dequantized rows in the weights' dtype. (Layers on the CPU beside it: test_plan.cpp.)
 TEST(KvCacheInt8, PlannerCountsItsBytes) {
     const ModelSpec s = spec_from_archive(tinystories());
     constexpr int ctx = 256;
@@ -127,7 +138,7 @@ TEST(KvCacheInt8, PlannerCountsItsBytes) {
     EXPECT_EQ(p8.values, uint64_t(ctx) * uint64_t(s.layer_kv_dim(0)));
     EXPECT_EQ(p8.scales, uint64_t(ctx) * uint64_t(s.layer_n_kv_heads(0)) * 4);
     EXPECT_EQ(p8.values + p8.scales, kv_cache_layer_bytes(s, 0, ctx, DType::bf16, KvCacheType::int8));
-    EXPECT_EQ(kv_cache_layer_parts(s, 0, ctx, DType::bf16, KvCacheType::automatic).scales, 0u);
+    EXPECT_EQ(kv_cache_layer_parts(s, 0, ctx, DType::bf16, KvCacheType::floating).scales, 0u);
     const auto lines = fixed_vram_lines(s, DType::bf16, ctx, 1, KvCacheType::int8);
     EXPECT_NE(lines[0].what.find("8-bit"), std::string::npos) << lines[0].what;
     EXPECT_EQ(lines[0].bytes, kv_cache_bytes(s, ctx, DType::bf16, KvCacheType::int8));
@@ -145,8 +156,10 @@ TEST(KvCacheInt8, TinyStoriesOverALongStory) {
     opt.context = n;
     opt.n_threads = 2;
     auto f32 = make_cpu_backend(a, opt);
-    opt.kv_cache = KvCacheType::int8;
+    EXPECT_EQ(f32->kv_cache(), KvCacheType::floating);  // auto under balanced
+    opt.kv_cache = KvCacheRequest::int8;
     auto int8 = make_cpu_backend(a, opt);
+    EXPECT_EQ(int8->kv_cache(), KvCacheType::int8);
     EXPECT_NE(int8->describe().find("8-bit KV cache"), std::string::npos) << int8->describe();
     // The story: the reference prompt, then the f32 cache's greedy continuation.
     std::vector<int32_t> ids = ref.input_ids;
@@ -178,10 +191,24 @@ TEST(KvCacheInt8, TinyStoriesOverALongStory) {
     // Beside INT4 weights (max-max-perf, the profile it is meant for): the same story through
     // INT4 weights with the f32 cache and with the 8-bit one, both against the f32 run.
     opt.profile = Profile::max_max_perf;
-    opt.kv_cache = KvCacheType::automatic;
-    const std::vector<float> q4 = [&] { auto s = make_cpu_backend(a, opt)->forward(ids, true); return std::vector<float>(s.begin(), s.end()); }();
-    opt.kv_cache = KvCacheType::int8;
-    const std::span<const float> q4kv = make_cpu_backend(a, opt)->forward(ids, true);
+    // Every position's logits of a fresh backend (kept alive while they are copied: forward's span
+    // points into the backend).
+    const auto logits_of = [&] {
+        const auto b = make_cpu_backend(a, opt);
+        const std::span<const float> l = b->forward(ids, true);
+        return std::vector<float>(l.begin(), l.end());
+    };
+    opt.kv_cache = KvCacheRequest::floating;
+    const std::vector<float> q4 = logits_of();
+    opt.kv_cache = KvCacheRequest::int8;
+    const std::vector<float> q4kv = logits_of();
+    // The profile's default (--kv-cache auto) is the 8-bit cache: the same logits bit for bit.
+    opt.kv_cache = KvCacheRequest::automatic;
+    auto q4auto = make_cpu_backend(a, opt);
+    EXPECT_EQ(q4auto->kv_cache(), KvCacheType::int8);
+    EXPECT_NE(q4auto->describe().find("8-bit KV cache"), std::string::npos) << q4auto->describe();
+    const std::span<const float> q4a = q4auto->forward(ids, true);
+    EXPECT_TRUE(std::equal(q4a.begin(), q4a.end(), q4kv.begin(), q4kv.end()));
     const LogitComparison w4 = compare_logits(want.data(), q4.data(), n, vocab), w4kv = compare_logits(want.data(), q4kv.data(), n, vocab);
     std::printf("INT4 weights vs f32: mean KL %.3e, top-1 %.2f%%, min cosine %.6f; with the 8-bit KV cache: mean KL %.3e, top-1 "
                 "%.2f%%, min cosine %.6f\n",

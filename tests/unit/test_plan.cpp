@@ -5,6 +5,7 @@
 #include "model/tensor_names.h"
 #include "plan_test_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -481,6 +482,52 @@ TEST(Plan, CpuLayersShareTheHostsMemory) {
     const double shared_s = double(3 * MiB) / (in.bw.host_read_gbs * 1e9 * k_host_shared_efficiency);
     EXPECT_EQ(p.n_cpu_layers, 1);
     EXPECT_NEAR(p.decode_tps, 1.0 / shared_s, 1e-6);
+}
+
+// The 8-bit KV cache beside layers on the CPU (the CUDA backend copies each row's scales with the
+// row, copy_cpu_kv): CpuLayersBesideTheStream's placement again, the CPU layer's host cache now
+// its 8-bit rows and their scales. Layers whose KV widths differ keep every layer on the GPU (the
+// host keeps one model-wide row width), and --cpu-layers then says why.
+TEST(Plan, CpuLayersWithThe8BitKvCache) {
+    PlanInput in = small_input();
+    in.kv_cache = KvCacheType::int8;
+    uint64_t fixed = k_cuda_context;
+    for (const MemLine& l : fixed_vram_lines(in.spec, in.weights, in.context, 1, KvCacheType::int8)) fixed += l.bytes;
+    in.vram_budget = fixed + 5 * MiB;
+    in.cpu_layers = -1;
+    in.bw.cpu_gemv_gbs = in.bw.host_read_gbs = in.bw.h2d_pinned_gbs;
+    in.bw.cpu_threads = 8;
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.n_cpu_layers, 1);
+    EXPECT_EQ(p.blocks[2].place, Placement::cpu);
+    EXPECT_TRUE(p.warnings.empty());
+    // K and V of 64 positions: 128 INT8 values and 2 KV heads' f32 scales a row (the float
+    // cache's 2 x 64 x 128 x 2 bytes were 32768).
+    EXPECT_EQ(p.ram_used, 5 * MiB + 2 * 64 * (128 + 2 * 4));
+    PlanInput forced = in;
+    forced.cpu_layers = 3;
+    EXPECT_EQ(make_plan(forced).n_cpu_layers, 3);
+
+    // Layer 2 with head_dim 32: its rows are half as wide as the others'.
+    for (KvCacheType kv : {KvCacheType::int8, KvCacheType::floating}) {
+        PlanInput mixed = in;
+        mixed.kv_cache = kv;
+        mixed.spec.layers[2].head_dim = 32;
+        EXPECT_EQ(make_plan(mixed).n_cpu_layers, 0) << kv_cache_type_name(kv);
+        mixed.cpu_layers = 1;
+        try {
+            make_plan(mixed);
+            FAIL() << "expected an error";
+        } catch (const Error& e) {
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("--cpu-layers 1: at most 0 layers can run on the CPU with this plan"), std::string::npos) << msg;
+            EXPECT_NE(msg.find(fmt::format("; the CPU layers' {}KV caches need every layer's rows 2 heads x 64 wide, but layer 2 has "
+                                           "2 x 32: every layer stays on the GPU)",
+                                           kv == KvCacheType::int8 ? "8-bit " : "")),
+                      std::string::npos)
+                << msg;
+        }
+    }
 }
 
 // ---- Gemma 4's per-layer inputs: the table in registered host memory, the projection resident ----

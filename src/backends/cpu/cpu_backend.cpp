@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "model/weight_quant.h"
 #include "model/weights.h"
+#include "runtime/kv_cache_choice.h"
 #include "runtime/rope.h"
 #include "runtime/state_checkpoints.h"
 
@@ -39,7 +40,7 @@ public:
         quant_ = quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
                                   profile_name(opt.profile), w_, pool_);
         n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
-        kv_int8_ = opt.kv_cache == KvCacheType::int8;
+        kv_int8_ = resolve_kv_cache(opt.kv_cache, opt.profile) == KvCacheType::int8;  // any head_dim
         if (opt.n_sequences < 1) fail("the CPU backend needs at least 1 sequence, got {}", opt.n_sequences);
         delta_.resize(size_t(spec_.n_layers));
         for (int il = 0; il < spec_.n_layers; ++il)
@@ -73,6 +74,7 @@ public:
     std::string describe() const override {
         return fmt::format("cpu ({} threads{})", pool_.size(), kv_int8_ ? ", 8-bit KV cache" : "");
     }
+    KvCacheType kv_cache() const override { return kv_int8_ ? KvCacheType::int8 : KvCacheType::floating; }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return cur_->n_past; }
     // A KV cache keeps every position; a DeltaNet state only the positions of its checkpoints.
@@ -156,7 +158,7 @@ private:
     float embed_scale_ = 1.0f;
     float per_layer_embed_scale_ = 1.0f;
     int n_ctx_ = 0;
-    bool kv_int8_ = false;  // --kv-cache int8 (runtime/kv_cache_type.h)
+    bool kv_int8_ = false;  // the 8-bit KV cache (runtime/kv_cache_type.h): --kv-cache int8, or the profile's
     std::vector<DeltaLayer> delta_;  // [layer] (DeltaNet layers)
     std::vector<Sequence> seqs_;
     Sequence* cur_ = nullptr;        // the selected sequence

@@ -56,6 +56,7 @@
 #include "model/weights.h"
 #include "runtime/backend.h"
 #include "runtime/device_buffers.h"
+#include "runtime/kv_cache_choice.h"
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
@@ -190,9 +191,13 @@ public:
     ~CudaBackend() override;
 
     std::string describe() const override {
-        if (!host_layers_) return fmt::format("cuda:{} {}", device_, device_name_);
-        return fmt::format("cuda:{} {} + {} layers on the CPU ({} threads)", device_, device_name_, plan_.n_cpu_layers, host_pool_->size());
+        // The 8-bit KV cache is named as the CPU and host backends name it (validate's reports, bench).
+        const char* kv = kv_type_ == KvCacheType::int8 ? ", 8-bit KV cache" : "";
+        if (!host_layers_) return fmt::format("cuda:{} {}{}", device_, device_name_, kv);
+        return fmt::format("cuda:{} {} + {} layers on the CPU ({} threads){}", device_, device_name_, plan_.n_cpu_layers,
+                           host_pool_->size(), kv);
     }
+    KvCacheType kv_cache() const override { return kv_type_; }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
     void rewind(int n) override;
@@ -309,7 +314,7 @@ private:
     DType wdt_ = DType::bf16, kvdt_ = DType::bf16;
     // kv_type_ int8: kvdt_ is i8 (values) and attention computes in adt_, the weights' dtype; else
     // adt_ == kvdt_.
-    KvCacheType kv_type_ = KvCacheType::automatic;
+    KvCacheType kv_type_ = KvCacheType::floating;
     DType adt_ = DType::bf16;
     float* slot_scales(const DeviceBuffer& b) const { return b.ptr ? static_cast<float*>(slot_ptr(b)) : nullptr; }
     int n_ctx_ = 0, n_past_ = 0;
@@ -455,14 +460,14 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
         if (t.view.dtype != wdt_ && t.view.quant == QuantScheme::none && !scales.count(t.view.data))
             fail("{}: the CUDA backend needs every weight in one dtype, but '{}' is {} and token_embd is {}; "
                  "re-convert with --dtype bf16 (or f16/f32)", a.path(), t.view.name, dtype_name(t.view.dtype), dtype_name(wdt_));
-    kv_type_ = opt.kv_cache;
+    // --kv-cache int8 on a head_dim the kernels cannot read is refused here; the profile's 8-bit
+    // cache falls back to the float one, said once (device_plan_input takes the same choice quietly).
+    // given: the archive the user named (a is a load-time quantized copy under a quantized profile).
+    const KvCacheChoice kv_choice = cuda_kv_cache(spec_, opt.kv_cache, opt.profile, given.path());
+    if (!kv_choice.warning.empty()) log::warn("{}", kv_choice.warning);
+    kv_type_ = kv_choice.type;
     kvdt_ = kv_cache_dtype(wdt_, kv_type_);  // the planner's rule too (runtime/device_buffers.h)
     adt_ = kv_cache_dtype(wdt_);
-    if (kv_type_ == KvCacheType::int8)
-        for (int il = 0; il < spec_.n_layers; ++il)
-            if (spec_.has_kv(il) && spec_.layer_head_dim(il) % 16 != 0)
-                fail("{}: --kv-cache int8 on CUDA needs head_dim a multiple of 16, but layer {} has {}; use --device cpu or host",
-                     a.path(), il, spec_.layer_head_dim(il));
     if (const std::string limit = cuda_unsupported_reason(spec_); !limit.empty()) fail("{}: {}; use --device cpu", a.path(), limit);
     n_ctx_ = opt.context > 0 ? std::min(opt.context, spec_.max_context) : spec_.max_context;
     n_seq_ = std::max(1, opt.n_sequences);
@@ -483,9 +488,6 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
-    // note: the CPU layers' caches would have to cross the bus with their scales (copy_cpu_kv), so
-    // the planner gives no layer to the CPU with the 8-bit cache and refuses --cpu-layers above 0.
-    TT_ASSERT(kv_type_ != KvCacheType::int8 || plan_.n_cpu_layers == 0, "the plan put layers on the CPU beside the 8-bit KV cache");
     if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
@@ -773,16 +775,29 @@ void CudaBackend::check_cpu() {
 }
 
 void CudaBackend::copy_cpu_kv(int from, int upto, cudaMemcpyKind kind) {
-    const size_t row = host_layers_->kv_row_bytes(), off = size_t(from) * row, n = size_t(upto - from) * row;
+    // The 8-bit cache's rows are only half of it: each row's scale ([n_ctx, n_kv_heads] f32 on both
+    // sides, HostLayers laid out like the device's) crosses with it, else the side that reads them
+    // would scale the new rows by stale or unset scales.
+    const size_t row = host_layers_->kv_row_bytes(), srow = host_layers_->kv_scale_row_bytes();
+    const size_t off = size_t(from) * row, n = size_t(upto - from) * row;
+    const size_t soff = size_t(from) * srow, sn = size_t(upto - from) * srow;
+    const bool down = kind == cudaMemcpyDeviceToHost;
+    const auto copy = [&](void* host, void* dev, size_t at, size_t bytes) {
+        uint8_t* h = static_cast<uint8_t*>(host) + at;
+        uint8_t* d = static_cast<uint8_t*>(dev) + at;
+        TT_CUDA_CHECK(cudaMemcpy(down ? h : d, down ? d : h, bytes, kind));
+    };
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the steps that wrote the rows are done
     for (const CpuGroup& g : cpu_groups_)
         for (int il = g.first; il < g.end; ++il) {
-            uint8_t* host[2] = {static_cast<uint8_t*>(host_layers_->k_cache(il)), static_cast<uint8_t*>(host_layers_->v_cache(il))};
-            uint8_t* dev[2] = {static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].k_cache)), static_cast<uint8_t*>(slot_ptr(layers_[size_t(il)].v_cache))};
-            for (int c = 0; c < 2; ++c) {
-                const bool down = kind == cudaMemcpyDeviceToHost;
-                TT_CUDA_CHECK(cudaMemcpy((down ? host[c] : dev[c]) + off, (down ? dev[c] : host[c]) + off, n, kind));
-            }
+            DevLayer& L = layers_[size_t(il)];
+            copy(host_layers_->k_cache(il), slot_ptr(L.k_cache), off, n);
+            copy(host_layers_->v_cache(il), slot_ptr(L.v_cache), off, n);
+            if (srow == 0) continue;
+            TT_ASSERT(L.k_scale.ptr && L.v_scale.ptr && host_layers_->k_scale(il) && host_layers_->v_scale(il));
+            TT_ASSERT(L.k_scale.bytes == size_t(n_seq_) * size_t(n_ctx_) * srow, "layer {}: the device's scales are not the host's layout", il);
+            copy(host_layers_->k_scale(il), slot_ptr(L.k_scale), soff, sn);
+            copy(host_layers_->v_scale(il), slot_ptr(L.v_scale), soff, sn);
         }
 }
 

@@ -5,7 +5,9 @@
 #include "backends/cuda/measure.h"
 #include "backends/host/host_plan.h"
 #include "core/error.h"
+#include "format/archive.h"
 #include "runtime/doctor.h"
+#include "runtime/kv_cache_choice.h"
 
 #include <fmt/format.h>
 
@@ -60,7 +62,8 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     PlanInput in = plan_input_from_archive(archive, spec);
     in.context = context;
     in.n_sequences = opt.n_sequences;
-    in.kv_cache = opt.kv_cache;
+    // The cache the backend stores; its fallback warning is printed by the backend and by `plan`, not here.
+    in.kv_cache = cuda_kv_cache(spec, opt.kv_cache, opt.profile, archive.path()).type;
     in.vram_budget = opt.vram_budget;
     in.expert_slots = opt.expert_slots;
     in.cpu_layers = opt.cpu_layers;

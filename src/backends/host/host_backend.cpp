@@ -7,8 +7,9 @@
 #include "core/thread_pool.h"
 #include "model/weight_quant.h"
 #include "model/weights.h"
-#include "runtime/profile.h"
 #include "runtime/device_buffers.h"
+#include "runtime/kv_cache_choice.h"
+#include "runtime/profile.h"
 
 #include <fmt/format.h>
 
@@ -40,7 +41,7 @@ public:
           quant_(quantize_weights(a.path(), spec_, profile_weight_scheme(opt.profile), k_int4_default_group,
                                   profile_name(opt.profile), w_, pool_)),
           n_ctx_(context_of(spec_, opt)),
-          kv_int8_(opt.kv_cache == KvCacheType::int8),
+          kv_int8_(resolve_kv_cache(opt.kv_cache, opt.profile) == KvCacheType::int8),  // any head_dim
           layers_(spec_, w_, every_layer(spec_), n_ctx_, kv_int8_ ? DType::i8 : kv_cache_dtype(w_.token_embd->dtype), pool_) {
         layers_.set_min_parallel(min_parallel);
         // note: transformers multiplies embeddings by embed_scale held in the weights' dtype (as
@@ -57,6 +58,7 @@ public:
     std::string describe() const override {
         return fmt::format("host ({} threads, {}{})", pool_.size(), host::isa_name(host::best_isa()), kv_int8_ ? ", 8-bit KV cache" : "");
     }
+    KvCacheType kv_cache() const override { return kv_int8_ ? KvCacheType::int8 : KvCacheType::floating; }
     int context_size() const override { return n_ctx_; }
     int n_past() const override { return n_past_; }
     void rewind(int n) override {
@@ -97,7 +99,7 @@ private:
     ThreadPool pool_;
     QuantizedWeights quant_;  // load-time quantized copies that w_ points into (quantized profiles)
     int n_ctx_ = 0;
-    bool kv_int8_ = false;  // --kv-cache int8 (runtime/kv_cache_type.h)
+    bool kv_int8_ = false;  // the 8-bit KV cache (runtime/kv_cache_type.h): --kv-cache int8, or the profile's
     host::HostLayers layers_;
     float embed_scale_ = 1.0f;
     int n_past_ = 0;

@@ -115,6 +115,8 @@ HostLayers::HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector
         TT_ASSERT(il >= 0 && il < s.n_layers, "layer {} of {}", il, s.n_layers);
         TT_ASSERT(slot_of_[size_t(il)] < 0, "layer {} given twice", il);
         TT_ASSERT(s.layers[size_t(il)].mixer == MixerKind::attention);
+        TT_ASSERT(s.layer_head_dim(il) == s.head_dim && s.layer_n_kv_heads(il) == s.n_kv_heads,
+                  "layer {}: its KV rows are not the model-wide width", il);
         slot_of_[size_t(il)] = int(layers_.size());
         Layer& y = layers_.emplace_back();
         const LayerWeights& L = w.layers[size_t(il)];
@@ -189,6 +191,9 @@ const HostLayers::Layer& HostLayers::layer(int il) const {
 void* HostLayers::k_cache(int il) { return layer(il).k_cache; }
 void* HostLayers::v_cache(int il) { return layer(il).v_cache; }
 size_t HostLayers::kv_row_bytes() const { return size_t(spec_.kv_dim()) * dtype_size(kv_dt_); }
+float* HostLayers::k_scale(int il) { return layer(il).k_scale.get(); }
+float* HostLayers::v_scale(int il) { return layer(il).v_scale.get(); }
+size_t HostLayers::kv_scale_row_bytes() const { return kv_dt_ == DType::i8 ? size_t(spec_.n_kv_heads) * sizeof(float) : 0; }
 
 uint64_t HostLayers::decode_bytes(int il) const {
     TT_ASSERT(il >= 0 && il < spec_.n_layers);

@@ -25,8 +25,9 @@ public:
     // n_ctx positions each in kv_dt (f32/f16/bf16), laid out [position][kv_dim] like the CUDA
     // backend's cache so rows copy across unchanged; or i8, the 8-bit KV cache
     // (runtime/kv_cache_type.h): the INT8 values so laid out, and an f32 scale per position and
-    // KV head beside them (the host backend's alone: CUDA has no such cache to copy to). `pool` is
-    // used for every parallel loop.
+    // KV head beside them, [n_ctx, n_kv_heads] as CUDA's scale arrays, so they copy across too.
+    // Every layer's cache has the model-wide kv_dim (the planner gives the CPU no layer of another
+    // width). `pool` is used for every parallel loop.
     HostLayers(const ModelSpec& spec, const ModelWeights& w, std::vector<int> layers, int n_ctx, DType kv_dt, ThreadPool& pool);
 
     // x[hidden] (f32) += decoder layer il at position pos for one token: its k/v row is written
@@ -38,6 +39,11 @@ public:
     void* k_cache(int il);
     void* v_cache(int il);
     size_t kv_row_bytes() const;  // kv_dim x sizeof(kv_dt) (an 8-bit cache's values only)
+    // An 8-bit cache's row scales of layer il, [n_ctx, n_kv_heads] f32 (null for a float cache):
+    // they cross the bus with the rows.
+    float* k_scale(int il);
+    float* v_scale(int il);
+    size_t kv_scale_row_bytes() const;  // n_kv_heads x 4 for an 8-bit cache, else 0
     // Weight bytes one decode token reads from layer il (its dense block, or router + top_k experts).
     uint64_t decode_bytes(int il) const;
 
