@@ -3,9 +3,11 @@
 // checkpoints (shards, broken files, other dtypes) from the fixtures without any Python.
 #pragma once
 
+#include "convert/convert.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/output_file.h"
+#include "format/archive.h"
 #include "format/safetensors.h"
 #include "format/tensor.h"
 
@@ -127,6 +129,20 @@ inline std::string cast_bytes(const uint8_t* src, DType from, DType to, size_t n
         }
     }
     return out;
+}
+
+// TinyStories-656K (a real trained model) converted to f32 once per test binary, into a temporary
+// directory that lives as long as the binary: for the tests that only read its archive.
+inline const Archive& tinystories_f32_archive() {
+    static const TempDir dir;
+    static const Archive a = [] {
+        const std::string out = (dir.path() / "ts.thin").string();
+        ConvertOptions o;
+        o.dtype = DType::f32;
+        convert_hf((shared_dir() / "models/tinystories-656k").string(), out, o);
+        return Archive::open(out);
+    }();
+    return a;
 }
 
 // Copies the regular files of a checkpoint directory (not its subdirectories) into dst.

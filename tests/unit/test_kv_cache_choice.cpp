@@ -122,22 +122,6 @@ TEST(KvCacheChoice, CudaNamesTheFirstLayerThatBreaksTheRule) {
     EXPECT_EQ(cuda_kv_int8_unsupported_reason(s), "");
 }
 
-namespace {
-
-const Archive& tinystories() {
-    static const test::TempDir dir;
-    static const Archive a = [] {
-        const std::string out = (dir.path() / "ts.thin").string();
-        ConvertOptions o;
-        o.dtype = DType::f32;
-        convert_hf(std::string(TT_SHARED_DIR) + "/models/tinystories-656k", out, o);
-        return Archive::open(out);
-    }();
-    return a;
-}
-
-}  // namespace
-
 // The CPU reference and the host path resolve the same request (any head_dim): the profile's cache
 // for auto, the request otherwise; kv_cache() and describe() say which.
 TEST(KvCacheChoice, CpuAndHostBackendsResolveTheRequest) {
@@ -155,7 +139,7 @@ TEST(KvCacheChoice, CpuAndHostBackendsResolveTheRequest) {
         opt.n_threads = 2;
         opt.profile = c.profile;
         opt.kv_cache = c.request;
-        const std::unique_ptr<Backend> both[] = {make_cpu_backend(tinystories(), opt), make_host_backend(tinystories(), opt)};
+        const std::unique_ptr<Backend> both[] = {make_cpu_backend(test::tinystories_f32_archive(), opt), make_host_backend(test::tinystories_f32_archive(), opt)};
         for (const auto& b : both) {
             EXPECT_EQ(b->kv_cache(), c.want) << b->describe() << " " << profile_name(c.profile) << " " << kv_cache_request_name(c.request);
             EXPECT_EQ(b->describe().find("8-bit KV cache") != std::string::npos, c.want == KvCacheType::int8) << b->describe();

@@ -102,27 +102,11 @@ TEST(KvCacheInt8, ValidateBounds) {
     EXPECT_TRUE(std::isinf(loose.max_mean_kl));
 }
 
-namespace {
-
-const Archive& tinystories() {
-    static const test::TempDir dir;
-    static const Archive a = [] {
-        const std::string out = (dir.path() / "ts.thin").string();
-        ConvertOptions o;
-        o.dtype = DType::f32;
-        convert_hf(std::string(TT_SHARED_DIR) + "/models/tinystories-656k", out, o);
-        return Archive::open(out);
-    }();
-    return a;
-}
-
-}  // namespace
-
 // The GPU planner's bytes for the 8-bit cache (the CUDA backend allocates from the same
 // arithmetic): a byte a value and an f32 scale a (position, KV head) row, K and V; the prefill's
 // dequantized rows in the weights' dtype. (Layers on the CPU beside it: test_plan.cpp.)
 TEST(KvCacheInt8, PlannerCountsItsBytes) {
-    const ModelSpec s = spec_from_archive(tinystories());
+    const ModelSpec s = spec_from_archive(test::tinystories_f32_archive());
     constexpr int ctx = 256;
     uint64_t want = 0, f32 = 0;
     for (int il = 0; il < s.n_layers; ++il)
@@ -148,7 +132,7 @@ TEST(KvCacheInt8, PlannerCountsItsBytes) {
 }
 
 TEST(KvCacheInt8, TinyStoriesOverALongStory) {
-    const Archive& a = tinystories();
+    const Archive& a = test::tinystories_f32_archive();
     const ReferenceCase ref =
         load_reference(std::string(TT_SHARED_DIR) + "/models/tinystories-656k/reference.safetensors", "logits_f32");
     constexpr int n = 480;  // of the model's 512 positions
