@@ -6,9 +6,12 @@
 //   int8: one f32 scale per output channel (row): scale = max|w| / 127 (an f32 division), then
 //         q = round_half_even(w / scale) clamped to [-127, 127], stored as int8, a row of cols bytes.
 //   int4: one f32 scale per group of `group_size` consecutive weights of a row (along the input
-//         dimension): scale = max|w| / 7, q = round_half_even(w / scale) clamped to [-7, 7],
-//         stored as the nibble q + 8 (1..15), two per byte: byte j of a row holds column 2j in its
-//         low nibble and column 2j + 1 in its high nibble (cols / 2 bytes a row).
+//         dimension): scale = m / -8 (an f32 division), m the group's weight of largest magnitude
+//         (the first in column order on a tie), q = round_half_even(w / scale) clamped to [-8, 7],
+//         stored as the nibble q + 8 (0..15), two per byte: byte j of a row holds column 2j in its
+//         low nibble and column 2j + 1 in its high nibble (cols / 2 bytes a row). The scale's sign
+//         follows -m; archives written before 2026-12-05 hold scale = max|w| / 7 and q in [-7, 7],
+//         which read the same way.
 //   Both: a scale of 0 (an all-zero row or group, or max|w| so small that the division underflows)
 //         gives q = 0. w / scale is IEEE f32 division rounded to nearest (never w * (1 / scale)),
 //         round_half_even is std::nearbyint in the default rounding mode (CUDA: __fdiv_rn then

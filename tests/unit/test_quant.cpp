@@ -77,10 +77,11 @@ TEST(Quant, Int8RoundsHalfToEvenWithMaxOver127) {
 }
 
 TEST(Quant, Int4PacksOffsetNibblesLowColumnFirst) {
-    // One group of 32 with max|w| = 7: scale 1; column 2j in the low nibble of byte j, as q + 8.
+    // One group of 32 whose weight of largest magnitude is -8: scale 1 (= -8 / -8); column 2j in
+    // the low nibble of byte j, as q + 8.
     std::vector<float> w(32, 0.0f);
     w[0] = 7.0f;
-    w[1] = -7.0f;
+    w[1] = -8.0f;
     w[2] = 2.5f;   // half to even: 2
     w[3] = -1.5f;  // -2
     w[4] = 0.5f;   // 0
@@ -88,16 +89,47 @@ TEST(Quant, Int4PacksOffsetNibblesLowColumnFirst) {
     float scale = 0;
     quantize_row(QuantScheme::int4, 32, w.data(), 32, q.data(), &scale);
     EXPECT_EQ(scale, 1.0f);
-    EXPECT_EQ(q[0], uint8_t((7 + 8) | (-7 + 8) << 4));
+    EXPECT_EQ(q[0], uint8_t((7 + 8) | (-8 + 8) << 4));
     EXPECT_EQ(q[1], uint8_t((2 + 8) | (-2 + 8) << 4));
     EXPECT_EQ(q[2], uint8_t(8 | 8 << 4));
     std::vector<float> back(32);
     dequantize_row(QuantScheme::int4, 32, q.data(), &scale, 32, back.data());
     EXPECT_EQ(back[0], 7.0f);
-    EXPECT_EQ(back[1], -7.0f);
+    EXPECT_EQ(back[1], -8.0f);
     EXPECT_EQ(back[2], 2.0f);
     EXPECT_EQ(back[3], -2.0f);
     EXPECT_EQ(back[4], 0.0f);
+}
+
+// INT4 uses all 16 levels: the weight of largest magnitude m is q = -8 exactly (scale = m / -8, so
+// negative when m is positive), the other side reaches q = 7, and a weight beyond 7 steps there
+// is clamped. On a tie of magnitudes the first in column order is m.
+TEST(Quant, Int4MapsTheLargestMagnitudeToMinusEight) {
+    std::vector<float> w(32, 0.0f);
+    w[5] = 0.8f;    // m: scale = -0.1
+    w[6] = -0.8f;   // same magnitude, later: 0.8 / 0.1 = 8 steps, clamped to 7
+    w[7] = -0.35f;  // 3.5 steps: half to even, 4
+    w[8] = 0.25f;   // -2.5 steps: -2
+    std::vector<uint8_t> q(16);
+    float scale = 0;
+    quantize_row(QuantScheme::int4, 32, w.data(), 32, q.data(), &scale);
+    EXPECT_EQ(scale, 0.8f / -8.0f);
+    auto code = [&](int c) { return int(c % 2 ? q[size_t(c / 2)] >> 4 : q[size_t(c / 2)] & 15) - 8; };
+    EXPECT_EQ(code(5), -8);
+    EXPECT_EQ(code(6), 7);
+    EXPECT_EQ(code(7), int(std::nearbyint(-0.35f / scale)));
+    EXPECT_EQ(code(8), int(std::nearbyint(0.25f / scale)));
+    EXPECT_EQ(code(0), 0);
+    std::vector<float> back(32);
+    dequantize_row(QuantScheme::int4, 32, q.data(), &scale, 32, back.data());
+    EXPECT_EQ(back[5], 0.8f);  // -8 * (0.8 / -8): m comes back exactly
+    EXPECT_EQ(back[6], 7.0f * scale);
+    // The first of equal magnitudes decides the sign: -0.8 first gives a positive scale.
+    std::swap(w[5], w[6]);
+    quantize_row(QuantScheme::int4, 32, w.data(), 32, q.data(), &scale);
+    EXPECT_EQ(scale, -0.8f / -8.0f);
+    EXPECT_EQ(code(5), -8);
+    EXPECT_EQ(code(6), 7);
 }
 
 TEST(Quant, ZeroRowsAndGroupsHaveScaleZero) {
@@ -107,7 +139,7 @@ TEST(Quant, ZeroRowsAndGroupsHaveScaleZero) {
     float scales[2];
     quantize_row(QuantScheme::int4, 32, w.data(), 64, q.data(), scales);
     EXPECT_EQ(scales[0], 0.0f);
-    EXPECT_GT(scales[1], 0.0f);
+    EXPECT_NE(scales[1], 0.0f);
     for (int j = 0; j < 16; ++j) EXPECT_EQ(q[size_t(j)], uint8_t(8 | 8 << 4));
     std::vector<uint8_t> q8(64);
     float s8 = -1;
@@ -134,8 +166,10 @@ TEST(Quant, RoundTripWithinHalfAStepAndIdempotent) {
                 dequantize_row(s, g, &m.q[size_t(r) * rb], &m.scales[size_t(r * ns)], cols, &back[size_t(r * cols)]);
             const int64_t group = s == QuantScheme::int8 ? cols : g;
             for (int64_t i = 0; i < rows * cols; ++i) {
-                const float scale = m.scales[size_t((i / cols) * ns + (i % cols) / group)];
-                ASSERT_LE(std::fabs(w[size_t(i)] - back[size_t(i)]), 0.5f * scale * (1 + 1e-5f)) << i;
+                const float scale = std::fabs(m.scales[size_t((i / cols) * ns + (i % cols) / group)]);
+                // INT4's q = 7 side is clamped: a weight there is within one step of its value.
+                const bool clamped = s == QuantScheme::int4 && std::fabs(back[size_t(i)]) == 7.0f * scale;
+                ASSERT_LE(std::fabs(w[size_t(i)] - back[size_t(i)]), (clamped ? 1.0f : 0.5f) * scale * (1 + 1e-5f)) << i;
             }
             const QuantizedMatrix again = quantize_matrix(pool, back.data(), DType::f32, rows, cols, s, g, "w");
             EXPECT_EQ(again.q, m.q);
