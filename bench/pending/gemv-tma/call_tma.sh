@@ -17,6 +17,17 @@ for tma in 1 0; do
   echo "kernel cases TT_QUANT_TMA=$tma: rc=$rc $(grep -E 'PASSED|FAILED' "$OUT/cases-tma$tma.log" | head -3 | paste -sd' ') [$(el) s]"
   [ $rc -ne 0 ] && { grep -B2 -A8 "Failure\|error" "$OUT/cases-tma$tma.log" | head -60; [ "$tma" = 1 ] && [ -z "${GO_ON:-}" ] && exit 1; }
 done
+# The two paths sum the same products in the same order: TinyStories' CUDA reports must be equal
+# to the last digit under both (its INT4 rows of 64 bytes take the staged path).
+$C/bin/thintensor -q convert $C/shared/models/tinystories-656k -o /dev/shm/ts.thin --dtype f32
+for p in max-performance max-max-perf; do
+  for tma in 1 0; do
+    TT_QUANT_TMA=$tma timeout 120 $C/bin/thintensor -q validate /dev/shm/ts.thin --reference $C/shared/models/tinystories-656k/reference.safetensors \
+      --device cuda --profile $p --json >"$OUT/ts-$p-tma$tma.json" 2>&1
+  done
+  same=$(python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); k=('min_cosine','mean_kl','max_abs_diff','top1_agreement'); print('identical' if all(a[x]==b[x] for x in k) else 'DIFFER', [a[x] for x in k], [b[x] for x in k])" "$OUT/ts-$p-tma1.json" "$OUT/ts-$p-tma0.json" 2>&1)
+  echo "tinystories $p cuda, staged against register path: $same [$(el) s]"
+done
 # KCFGS: TT_QUANT_TMA:TT_QUANT_TMA_SMEM_KB:TT_QUANT_TMA_BLOCKS per kernel timing run
 for cfg in ${KCFGS:-1:110:1 0:110:1}; do
   IFS=: read -r tma kb bl <<<"$cfg"
