@@ -8,7 +8,8 @@
 #   LLAMA_DIR  the anchors' llama.cpp source (lltrim/), built in LLAMA_DIR/build with at least
 #              libllama and llama-quantize (../shared/anchors/README.md)
 #   env: TT (thintensor binary, default build/thintensor), N_SEQ (8), SEQ_LEN (512), TYPES
-#        ("Q8_0 Q4_0 Q4_K_M"), THREADS (all cores), PY (a python3 with numpy, default /usr/bin/python3)
+#        ("Q8_0 Q4_0 Q4_K_M"), THREADS (all cores), PY (a python3 with numpy, default /usr/bin/python3),
+#        CONVERT_ARGS (more `thintensor convert` flags, e.g. --tokenizer tok512.bin for stories260K)
 #
 # 1. Token ids: N_SEQ sequences of SEQ_LEN, each stories the f32 model samples from BOS at
 #    temperature 1 with no truncation (top-k 0, top-p 1, min-p 0): text from the model's own
@@ -35,7 +36,7 @@ log() { echo "[$(date -u +%T)] $*" >&2; }
 vocab=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['vocab_size'])" "$ckpt/config.json")
 
 log "archive and GGUF of $ckpt"
-$TT -q convert "$ckpt" -o "$w/f32.thin" --dtype f32
+$TT -q convert "$ckpt" -o "$w/f32.thin" --dtype f32 ${CONVERT_ARGS:-}
 PYTHONPATH=$ll/gguf-py $PY "$root/bench/llama_gguf.py" "$ckpt" "$w/f32.gguf"
 for t in $TYPES; do "$ll/build/bin/llama-quantize" "$w/f32.gguf" "$w/$t.gguf" "$t" >"$out/quantize-$t.log" 2>&1; done
 ls -l "$w"/*.gguf "$w/f32.thin" | awk '{print $5, $9}' | sed "s|$w/||" >"$out/files.txt"
@@ -90,7 +91,11 @@ for p in balanced max-performance "max-performance --kv-cache int8" "max-max-per
   rows+=("$($PY - "$p" "$w" "$N_SEQ" <<'PYEOF'
 import json, sys
 p, w, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rs = [json.load(open(f"{w}/tt-{k}.json")) for k in range(n)]
+try:
+    rs = [json.load(open(f"{w}/tt-{k}.json")) for k in range(n)]
+except ValueError:  # validate refused the profile (e.g. INT4 on rows no group divides): say why
+    print(json.dumps({"engine": "ThinTensor", "weights": p, "refused": open(f"{w}/tt-0.err").read().strip()}))
+    sys.exit(0)
 pos = sum(r["positions"] for r in rs)
 wavg = lambda key: sum(r[key] * r["positions"] for r in rs) / pos
 print(json.dumps({"engine": "ThinTensor", "weights": p, "kv_cache": rs[0]["kv_cache"], "positions": pos,
@@ -113,6 +118,9 @@ json.dump({"reference_agreement": json.loads(sys.argv[2]), "rows": rows}, open(s
 print(f"| engine | weights | KV cache | positions | mean KL | max KL | top-1 | top-5 | min cosine |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for r in rows:
+    if "refused" in r:
+        print(f"| {r['engine']} | {r['weights']} | – | – | refused: {r['refused']} | | | | |")
+        continue
     print(f"| {r['engine']} | {r['weights']} | {r['kv_cache']} | {r['positions']} | {r['mean_kl']:.3e} | {r['max_kl']:.3e} | "
           f"{100 * r['top1_agreement']:.2f}% | {100 * r['top5_agreement']:.2f}% | {r['min_cosine']:.6f} |")
 PYEOF
