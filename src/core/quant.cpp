@@ -56,17 +56,18 @@ int64_t quant_row_scales(QuantScheme scheme, int64_t cols, int64_t group_size) {
 
 namespace {
 
-// INT8: scale = max|w| / qmax; q = round_half_even(w / scale) clamped to [-qmax, qmax] (0 where scale is 0).
-float group_scale(const float* w, int64_t n, float qmax) {
+// INT8's scale: max|w| / 127 over the row.
+float int8_row_scale(const float* w, int64_t n) {
     float amax = 0.0f;
     for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(w[i]));
-    return amax / qmax;
+    return amax / 127.0f;
 }
 
-int quantize_value(float w, float scale, float qmax) {
+// q = round_half_even(w / scale) clamped to [lo, hi] (0 where scale is 0): INT8 [-127, 127], INT4 [-8, 7].
+int quantize_value(float w, float scale, float lo, float hi) {
     if (scale == 0.0f) return 0;
     const float r = std::nearbyint(w / scale);  // note: the division, not w * (1 / scale): see quant.h
-    return int(std::clamp(r, -qmax, qmax));
+    return int(std::clamp(r, lo, hi));
 }
 
 // INT4 uses all 16 codes: scale = m / -8, m the group's weight of largest magnitude (the first in
@@ -92,19 +93,14 @@ float int4_group_scale(const float* w, int64_t n) {
     return m == 0.0f ? 0.0f : m / -8.0f;  // (an all-zero group: +0, not -0)
 }
 
-int quantize_int4(float w, float scale) {
-    if (scale == 0.0f) return 0;
-    return int(std::clamp(std::nearbyint(w / scale), -8.0f, 7.0f));  // the division, as quantize_value
-}
-
 }  // namespace
 
 void quantize_row(QuantScheme scheme, int64_t group_size, const float* w, int64_t cols, uint8_t* q, float* scales) {
     TT_ASSERT(quant_layout_error(scheme, cols, group_size).empty());
     if (scheme == QuantScheme::int8) {
-        const float s = group_scale(w, cols, 127.0f);
+        const float s = int8_row_scale(w, cols);
         scales[0] = s;
-        for (int64_t c = 0; c < cols; ++c) q[c] = uint8_t(int8_t(quantize_value(w[c], s, 127.0f)));
+        for (int64_t c = 0; c < cols; ++c) q[c] = uint8_t(int8_t(quantize_value(w[c], s, -127.0f, 127.0f)));
         return;
     }
     TT_ASSERT(scheme == QuantScheme::int4);
@@ -114,7 +110,7 @@ void quantize_row(QuantScheme scheme, int64_t group_size, const float* w, int64_
         scales[g] = s;
         uint8_t* qg = q + g * group_size / 2;
         for (int64_t j = 0; j < group_size / 2; ++j) {
-            const int lo = quantize_int4(wg[2 * j], s) + 8, hi = quantize_int4(wg[2 * j + 1], s) + 8;
+            const int lo = quantize_value(wg[2 * j], s, -8.0f, 7.0f) + 8, hi = quantize_value(wg[2 * j + 1], s, -8.0f, 7.0f) + 8;
             qg[j] = uint8_t(lo | hi << 4);
         }
     }
