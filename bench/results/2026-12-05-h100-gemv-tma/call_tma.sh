@@ -11,7 +11,9 @@ source tests/gpu/libs.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 source bench/lib/steps.sh  # elapsed (from t_start)
 t_start=$(date +%s)
-for tma in 1 0; do
+# E2E_ONLY=1: only the 8B decode (the cases and kernel timings ran in an earlier call).
+[ -n "${E2E_ONLY:-}" ] && KCFGS=none
+[ -z "${E2E_ONLY:-}" ] && for tma in 1 0; do
   TT_QUANT_TMA=$tma timeout 300 $C/bin/gpu_tests --gtest_brief=1 --gtest_filter='*int8*:*int4*:*moe*:*Gemv*:*gemv*:*KernelTable*:-*Speed*:*Bench*' >"$OUT/cases-tma$tma.log" 2>&1
   rc=$?
   echo "kernel cases TT_QUANT_TMA=$tma: rc=$rc $(grep -E 'PASSED|FAILED' "$OUT/cases-tma$tma.log" | head -3 | paste -sd' ') [$(elapsed) s]"
@@ -19,8 +21,8 @@ for tma in 1 0; do
 done
 # The two paths sum the same products in the same order: TinyStories' CUDA reports must be equal
 # to the last digit under both (its INT4 rows of 64 bytes take the staged path).
-$C/bin/thintensor -q convert $C/shared/models/tinystories-656k -o /dev/shm/ts.thin --dtype f32
-for p in max-performance max-max-perf; do
+[ -z "${E2E_ONLY:-}" ] && $C/bin/thintensor -q convert $C/shared/models/tinystories-656k -o /dev/shm/ts.thin --dtype f32
+[ -z "${E2E_ONLY:-}" ] && for p in max-performance max-max-perf; do
   for tma in 1 0; do
     TT_QUANT_TMA=$tma timeout 120 $C/bin/thintensor -q validate /dev/shm/ts.thin --reference $C/shared/models/tinystories-656k/reference.safetensors \
       --device cuda --profile $p --json >"$OUT/ts-$p-tma$tma.json" 2>&1
@@ -30,6 +32,7 @@ for p in max-performance max-max-perf; do
 done
 # KCFGS: TT_QUANT_TMA:TT_QUANT_TMA_SMEM_KB:TT_QUANT_TMA_BLOCKS per kernel timing run
 for cfg in ${KCFGS:-1:110:1 0:110:1}; do
+  [ "$cfg" = none ] && continue
   IFS=: read -r tma kb bl <<<"$cfg"
   TT_QUANT_TMA=$tma TT_QUANT_TMA_SMEM_KB=$kb TT_QUANT_TMA_BLOCKS=$bl timeout 200 $C/bin/gpu_tests --gtest_filter='CudaKernelsBench.QuantGemvSpeed' 2>&1 | grep '\[bench\]' >"$OUT/gemv-$tma-$kb-$bl.log"
   echo "gemv $cfg: $(awk '$4 != "bf16" {printf "%s/%s %s  ", $3, $4, $9}' "$OUT/gemv-$tma-$kb-$bl.log") [$(elapsed) s]"
