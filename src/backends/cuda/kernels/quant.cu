@@ -19,6 +19,9 @@
 #include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
 
+#include <cstdlib>
+#include <string>
+
 namespace tt::cuda {
 
 namespace {
@@ -265,7 +268,7 @@ struct MmaLane {    // what a lane adds to a row's base, fixed for the launch
     int s_step;     // INT4: scales per step, 128 >> log2(group) (a step is 128 weights)
     bool last_in;   // the lane's piece of the last step lies inside the row (rows of whole steps: always)
 };
-template <QuantScheme Q, int MS>
+template <QuantScheme Q, int MS, int NW>
 struct MmaBatch {
     int4 v[MS][2];
     float sc[MS][2];
@@ -275,12 +278,12 @@ struct MmaBatch {
         const float* sb[2] = {s[0] + (s0 * ln.s_step + ln.s_off), s[1] + (s0 * ln.s_step + ln.s_off)};
 #pragma unroll
         for (int u = 0; u < MS; ++u) {
-            const int st = s0 + k_mwarps * u;
+            const int st = s0 + NW * u;
             const bool in = st < n_steps - 1 || (st == n_steps - 1 && ln.last_in);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(wb[r] + u * (k_mwarps * k_step_bytes))) : make_int4(0, 0, 0, 0);
-                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(sb[r] + u * k_mwarps * ln.s_step) : 0.0f;
+                v[u][r] = in ? __ldg(reinterpret_cast<const int4*>(wb[r] + u * (NW * k_step_bytes))) : make_int4(0, 0, 0, 0);
+                if constexpr (Q == QuantScheme::int4) sc[u][r] = in ? __ldg(sb[r] + u * NW * ln.s_step) : 0.0f;
             }
         }
     }
@@ -289,12 +292,12 @@ struct MmaBatch {
 // The dot products of one batch (steps s0, s0 + k_mwarps, ...) into acc (INT4: each row's
 // (d3, d2) and (d1, d0) sums of each step, scaled by its group's scale) or ci (INT8: the rows'
 // digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the staged x (mma_rows).
-template <QuantScheme Q, int MS>
-__device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
+template <QuantScheme Q, int MS, int NW>
+__device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS, NW>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
                                           float (&acc)[2][2], int (&ci)[2][4]) {
 #pragma unroll
     for (int u = 0; u < MS; ++u) {
-        const int st = s0 + k_mwarps * u;
+        const int st = s0 + NW * u;
         if (st >= n_steps) break;  // uniform over the warp
         const uint8_t* xs = xb + st * xstep;
         const uint32_t* a0 = reinterpret_cast<const uint32_t*>(&b.v[u][0]);
@@ -338,13 +341,13 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS>& b, int s0, int 
 // tile slots and meet once every KR tiles (and after the block's last); behind that barrier 16
 // threads a tile finish those tiles while the warps go on into the other half of the ring (whose
 // readers finished before this barrier), so a tile costs 1 / KR barrier instead of 2.
-template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, typename W, typename RowsOf, typename Epilogue>
+template <QuantScheme Q, int MS, bool PRELOAD = true, int KR = 1, int NW = k_mwarps, typename W, typename RowsOf, typename Epilogue>
 __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, const W* norm_w, float offset, float eps,
                          RowsOf rows_of, Epilogue epilogue) {
-    static_assert(KR >= 1 && 16 * KR <= k_mwarps * 32, "the epilogue takes 16 threads a tile");
+    static_assert(KR >= 1 && 16 * KR <= NW * 32, "the epilogue takes 16 threads a tile");
     extern __shared__ int4 s_raw[];
     uint8_t* s_d = reinterpret_cast<uint8_t*>(s_raw);
-    __shared__ float s_red[KR == 1 ? 1 : 2 * KR][k_mwarps][16];
+    __shared__ float s_red[KR == 1 ? 1 : 2 * KR][NW][16];
     __shared__ int4 s_zero;  // the B operand of the lanes that hold none
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     constexpr int step_cols = Q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes;
@@ -354,15 +357,15 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     const int group_shift = Q == QuantScheme::int4 ? __ffs(group_size) - 1 : 0;
     const MmaLane ln{16 * t, Q == QuantScheme::int4 ? (32 * t) >> group_shift : 0, Q == QuantScheme::int4 ? 128 >> group_shift : 0,
                      16 * t < row_bytes - (n_steps - 1) * k_step_bytes};
-    // This warp's steps in a tile: warp, warp + k_mwarps, ...; in batches of MS.
-    const int n_batches = n_steps > warp ? (n_steps - warp + k_mwarps * MS - 1) / (k_mwarps * MS) : 0;
+    // This warp's steps in a tile: warp, warp + NW, ...; in batches of MS.
+    const int n_batches = n_steps > warp ? (n_steps - warp + NW * MS - 1) / (NW * MS) : 0;
     auto find_rows = [&](int tile, const uint8_t* (&w)[2], const float* (&s)[2]) {
         rows_of(tile, g, w[0], s[0]);
         rows_of(tile, g + 8, w[1], s[1]);
     };
     const uint8_t* w[2];
     const float* s[2];
-    MmaBatch<Q, MS> cur, next;
+    MmaBatch<Q, MS, NW> cur, next;
     auto start = [&] {
         if (int(blockIdx.x) >= n_tiles) return;
         find_rows(int(blockIdx.x), w, s);
@@ -391,12 +394,12 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
             if (bi + 1 < n_batches) {
-                next.load(w, s, warp + (bi + 1) * k_mwarps * MS, n_steps, ln);
+                next.load(w, s, warp + (bi + 1) * NW * MS, n_steps, ln);
             } else if (tile + int(gridDim.x) < n_tiles) {
                 find_rows(tile + int(gridDim.x), wn, sn);
                 next.load(wn, sn, warp, n_steps, ln);
             }
-            mma_batch<Q, MS>(cur, warp + bi * k_mwarps * MS, n_steps, xb, xstep, xf, acc2, ci);
+            mma_batch<Q, MS, NW>(cur, warp + bi * NW * MS, n_steps, xb, xstep, xf, acc2, ci);
             cur = next;
         }
         if constexpr (Q == QuantScheme::int8) {
@@ -425,7 +428,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
             if (threadIdx.x < 16) {
                 auto total = [&](int k) {
                     float v = 0;
-                    for (int q = 0; q < k_mwarps; ++q) v += s_red[0][q][k];  // the same order for every row
+                    for (int q = 0; q < NW; ++q) v += s_red[0][q][k];  // the same order for every row
                     return v * x_scale * unscale;
                 };
                 epilogue(tile, int(threadIdx.x), total);
@@ -444,7 +447,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                     const int jt = it - k + 1 + int(threadIdx.x) / 16, sj = jt % (2 * KR);
                     auto total = [&](int r) {
                         float v = 0;
-                        for (int q = 0; q < k_mwarps; ++q) v += s_red[sj][q][r];  // the same order for every row
+                        for (int q = 0; q < NW; ++q) v += s_red[sj][q][r];  // the same order for every row
                         return v * x_scale * unscale;
                     };
                     epilogue(int(blockIdx.x) + jt * int(gridDim.x), int(threadIdx.x) % 16, total);
@@ -454,8 +457,8 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     }
 }
 
-template <QuantScheme Q, int MS, int KR, typename W>
-__global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, int rows) {
+template <QuantScheme Q, int MS, int KR, typename W, int NW = k_mwarps>
+__global__ void __launch_bounds__(NW * 32, 16 / NW) gemv_mma_kernel(GemvArgs a, int rows) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
     auto locate = [&](int r, int& seg) {
@@ -478,12 +481,12 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_mma_kernel(GemvArgs a, 
         const float b = sg.b ? to_float(static_cast<const W*>(sg.b)[r]) : 0.0f;
         sg.y[r] = (a.accumulate ? sg.y[r] : 0.0f) + total(j) + b;
     };
-    mma_rows<Q, MS, true, KR>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
+    mma_rows<Q, MS, true, KR, NW>((rows + 15) / 16, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.norm_offset, a.norm_eps, rows_of,
                 epilogue);
 }
 
-template <QuantScheme Q, int MS, int KR, typename W>
-__global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQuantArgs a) {
+template <QuantScheme Q, int MS, int KR, typename W, int NW = k_mwarps>
+__global__ void __launch_bounds__(NW * 32, 16 / NW) gemv_gated_mma_kernel(GatedQuantArgs a) {
     const int row_bytes = Q == QuantScheme::int8 ? a.cols : a.cols / 2;
     const int row_scales = Q == QuantScheme::int8 ? 1 : a.cols / a.group_size;
     auto rows_of = [&](int tile, int j, const uint8_t*& w, const float*& s) {  // A rows 0..7: gate, 8..15: up
@@ -498,7 +501,7 @@ __global__ void __launch_bounds__(k_mwarps * 32, 2) gemv_gated_mma_kernel(GatedQ
         const float u = total(j + 8) + (a.bu ? to_float(static_cast<const W*>(a.bu)[r]) : 0.0f);
         a.y[r] = (a.act == GateAct::silu ? silu(g) : gelu_tanh(g)) * u;
     };
-    mma_rows<Q, MS, true, KR>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
+    mma_rows<Q, MS, true, KR, NW>((a.rows + 7) / 8, a.cols, a.group_size, a.x, static_cast<const W*>(a.norm_w), a.offset, a.eps, rows_of, epilogue);
 }
 
 // The routed experts (moe.cu) on quantized blocks. Gate and up: a virtual matrix of top_k * ffn
@@ -575,10 +578,10 @@ size_t mma_smem_bytes(QuantScheme q, int cols) {
 }
 
 template <typename K, typename... Args>
-void launch_mma(K kernel, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
+void launch_mma(K kernel, int warps, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
     const size_t smem = mma_smem_bytes(q, cols);
-    const unsigned grid = unsigned(std::min(n_tiles, resident_blocks(kernel, smem, k_mwarps)));
-    launch(kernel, grid, k_mwarps * 32, smem, s, std::forward<Args>(args)...);
+    const int grid = std::min(n_tiles, resident_blocks(kernel, smem, warps));
+    launch(kernel, unsigned(grid), warps * 32, smem, s, std::forward<Args>(args)...);
 }
 
 // Steps (two 16-byte loads per lane) per batch of the tensor-core GEMV, its template parameter
@@ -601,21 +604,38 @@ int quant_red_tiles(QuantScheme q) {
     return q == QuantScheme::int4 ? 4 : 1;
 }
 
-template <QuantScheme Q, template <QuantScheme, int, int, typename> class K, typename W, typename Go>
-void pick_mma(Go&& go) {
-    const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
-    if (ms == 2 && kr == 1) go(K<Q, 2, 1, W>::kernel);
-    else if (ms == 2) go(K<Q, 2, 4, W>::kernel);
-    else if (kr == 1) go(K<Q, 3, 1, W>::kernel);
-    else go(K<Q, 3, 4, W>::kernel);
+// Warps per block of the dense GEMVs: 8 (two blocks an SM, the default) or 16 (one block an SM,
+// so x is staged half as often). Measured on the H100 (bench/results/2026-12-05-h100-gemv-warps/):
+// 16 warps everywhere took the 8B's down (14336 columns) from 22.2 to 20.7 us in INT4 and from 28.9
+// to 27.2 in INT8, but the 4096-column shapes up by as much as 15% (INT8 gate+up): INT4 decode
+// +0.8%, INT8 -14%. TT_QUANT_MMA_WARPS=16 forces 16; =auto takes 16 only for rows of 8192 columns
+// or more (the 8B's down), a rule whose end-to-end A/B has not run yet, so it is not the default.
+int quant_mma_warps(int cols) {
+    static const std::string knob = std::getenv("TT_QUANT_MMA_WARPS") ? std::getenv("TT_QUANT_MMA_WARPS") : "";
+    if (knob != "" && knob != "8" && knob != "16" && knob != "auto") fail("TT_QUANT_MMA_WARPS={}: expected 8, 16 or auto", knob);
+    if (knob == "16") return 16;
+    if (knob == "auto") return cols >= 8192 ? 16 : k_mwarps;
+    return k_mwarps;
 }
-template <QuantScheme Q, int MS, int KR, typename W>
+
+template <QuantScheme Q, template <QuantScheme, int, int, typename, int> class K, typename W, typename Go>
+void pick_mma(int cols, Go&& go) {
+    const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
+    // 16 warps are compiled for the default batch and reduction only (forcing others picks 8).
+    constexpr int dms = Q == QuantScheme::int4 ? 2 : 3, dkr = Q == QuantScheme::int4 ? 4 : 1;
+    if (quant_mma_warps(cols) == 16 && ms == dms && kr == dkr) go(K<Q, dms, dkr, W, 16>::kernel, 16);
+    else if (ms == 2 && kr == 1) go(K<Q, 2, 1, W, k_mwarps>::kernel, k_mwarps);
+    else if (ms == 2) go(K<Q, 2, 4, W, k_mwarps>::kernel, k_mwarps);
+    else if (kr == 1) go(K<Q, 3, 1, W, k_mwarps>::kernel, k_mwarps);
+    else go(K<Q, 3, 4, W, k_mwarps>::kernel, k_mwarps);
+}
+template <QuantScheme Q, int MS, int KR, typename W, int NW>
 struct DenseMma {
-    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W>;
+    static constexpr auto kernel = gemv_mma_kernel<Q, MS, KR, W, NW>;
 };
-template <QuantScheme Q, int MS, int KR, typename W>
+template <QuantScheme Q, int MS, int KR, typename W, int NW>
 struct GatedMma {
-    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W>;
+    static constexpr auto kernel = gemv_gated_mma_kernel<Q, MS, KR, W, NW>;
 };
 
 template <typename T>
@@ -665,11 +685,11 @@ void gemv_quant(const GemvArgs& a, cudaStream_t s) {
     check_layout(a.quant, a.cols, a.group_size, vec, "gemv");
     const int n_tiles = (rows + 15) / 16;
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        auto go = [&](auto kernel) { launch_mma(kernel, a.quant, n_tiles, a.cols, s, a, rows); };
+        auto go = [&](auto kernel, int nw) { launch_mma(kernel, nw, a.quant, n_tiles, a.cols, s, a, rows); };
         if (a.quant == QuantScheme::int4) {
-            pick_mma<QuantScheme::int4, DenseMma, W>(go);
+            pick_mma<QuantScheme::int4, DenseMma, W>(a.cols, go);
         } else if (vec) {
-            pick_mma<QuantScheme::int8, DenseMma, W>(go);
+            pick_mma<QuantScheme::int8, DenseMma, W>(a.cols, go);
         } else {
             launch_persistent(gemv_int8_kernel<W>, (rows + k_dense_rows - 1) / k_dense_rows, a.cols, s, a, rows);
         }
@@ -687,11 +707,11 @@ void gemv_gated_quant(const void* wg, const void* wu, const float* gs, const flo
                      group_size, x, norm_offset, norm_eps, act, y};
     const int n_tiles = (rows + 7) / 8;
     TT_DISPATCH_FLOAT(wdt, W, {
-        auto go = [&](auto kernel) { launch_mma(kernel, quant, n_tiles, cols, s, a); };
+        auto go = [&](auto kernel, int nw) { launch_mma(kernel, nw, quant, n_tiles, cols, s, a); };
         if (quant == QuantScheme::int4) {
-            pick_mma<QuantScheme::int4, GatedMma, W>(go);
+            pick_mma<QuantScheme::int4, GatedMma, W>(cols, go);
         } else if (vec) {
-            pick_mma<QuantScheme::int8, GatedMma, W>(go);
+            pick_mma<QuantScheme::int8, GatedMma, W>(cols, go);
         } else {
             launch_persistent(gemv_gated_int8_kernel<W>, rows, cols, s, a);
         }
@@ -717,8 +737,8 @@ void moe_gemv_gated_quant(const MoeGemvArgs& a, cudaStream_t s) {
     moe_check_layout(a, "moe_gemv_gated");
     const int n_tiles = (a.top_k * a.ffn + 7) / 8;
     TT_DISPATCH_FLOAT(a.wdt, W, {
-        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, a.quant, n_tiles, a.hidden, s, a);
-        else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W>, a.quant, n_tiles, a.hidden, s, a);
+        if (a.quant == QuantScheme::int4) launch_mma(moe_gated_mma_kernel<QuantScheme::int4, 2, 1, W>, k_mwarps, a.quant, n_tiles, a.hidden, s, a);
+        else launch_mma(moe_gated_mma_kernel<QuantScheme::int8, 3, 1, W>, k_mwarps, a.quant, n_tiles, a.hidden, s, a);
     });
     TT_CUDA_LAUNCH_CHECK();
 }
