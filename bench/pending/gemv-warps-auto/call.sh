@@ -22,7 +22,7 @@ export THINTENSOR_HOME=/dev/shm/w/home
 for p in ${PROFILES:-max-max-perf max-performance max-max-perf max-performance}; do
   for cfg in "TT_QUANT_MMA_WARPS=auto" "TT_QUANT_MMA_WARPS=8"; do
     [ "$(elapsed)" -gt "${DEADLINE:-240}" ] && { echo "deadline: $p $cfg skipped"; continue; }
-    j="$OUT/tg-$p-${cfg%%=*}-$(date +%s%N).json"
+    j="$OUT/tg-$p-warps-${cfg#*=}-$(date +%s%N).json"
     env $cfg timeout 100 $C/bin/thintensor bench /dev/shm/w/bf16.thin --device cuda --profile $p --prompt-lengths 16 --gen-tokens 128 --reps 3 --json >"$j" 2>"$j.err"
     echo "$p $cfg: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['test']=='tg128'][0]; print(round(r['tokens_per_s'],1), '±', round(r['sd'],1), 'tok/s,', round(r['bytes_per_token']/1e9,3), 'GB/token, peak', round(d.get('peak_vram_bytes', 0)/2**30, 2), 'GiB, device copy GB/s', round(d.get('device_copy_gbs', 0), 0))" "$j" 2>&1 | tail -1) [$(elapsed) s]"
   done

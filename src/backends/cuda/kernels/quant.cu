@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // A block (8 warps) takes a tile of 16 weight rows (gate and up: 8 rows of each, one output row
 // per pair); lane (g, t) reads rows g and g + 8, bytes [64 s + 16 t, + 16) at step s; the warps
 // split the steps and add up through shared memory. The first loads are issued before pdl_wait().
-constexpr int k_mwarps = 8;   // warps per block
+constexpr int k_mwarps = 8;   // warps per block: the MoE GEMVs always, the dense ones by default (quant_mma_warps)
 constexpr int k_step_bytes = 64;  // bytes of each row per step: four lanes of 16
 
 // The position of column c within its block of 8 in the staged x: an INT4 word widens to the
@@ -257,7 +257,7 @@ __device__ float stage_x_digits(uint8_t* s_d, int kpad, const float* x, int cols
     return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
 }
 
-// One warp's loads of MS steps (s0, s0 + k_mwarps, ...): rows g and g + 8 (16 bytes each)
+// One warp's loads of MS steps (s0, s0 + NW, ...; NW warps a block): rows g and g + 8 (16 bytes each)
 // and, INT4, their scales. Steps past the row load nothing (and are not computed). The addresses
 // are the batch's base plus constants, and the scale's index a multiply: at INT4's rate the GEMV
 // is bound by its instructions (ncu: issue slots busy 59% on the 8B head), and a step's offset,
@@ -289,7 +289,7 @@ struct MmaBatch {
     }
 };
 
-// The dot products of one batch (steps s0, s0 + k_mwarps, ...) into acc (INT4: each row's
+// The dot products of one batch (steps s0, s0 + NW, ...) into acc (INT4: each row's
 // (d3, d2) and (d1, d0) sums of each step, scaled by its group's scale) or ci (INT8: the rows'
 // digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the staged x (mma_rows).
 template <QuantScheme Q, int MS, int NW>
@@ -580,8 +580,8 @@ size_t mma_smem_bytes(QuantScheme q, int cols) {
 template <typename K, typename... Args>
 void launch_mma(K kernel, int warps, QuantScheme q, int n_tiles, int cols, cudaStream_t s, Args&&... args) {
     const size_t smem = mma_smem_bytes(q, cols);
-    const int grid = std::min(n_tiles, resident_blocks(kernel, smem, warps));
-    launch(kernel, unsigned(grid), warps * 32, smem, s, std::forward<Args>(args)...);
+    const unsigned grid = unsigned(std::min(n_tiles, resident_blocks(kernel, smem, warps)));
+    launch(kernel, grid, warps * 32, smem, s, std::forward<Args>(args)...);
 }
 
 // Steps (two 16-byte loads per lane) per batch of the tensor-core GEMV, its template parameter
@@ -611,7 +611,10 @@ int quant_red_tiles(QuantScheme q) {
 // +0.8%, INT8 -14%. TT_QUANT_MMA_WARPS=16 forces 16; =auto takes 16 only for rows of 8192 columns
 // or more (the 8B's down), a rule whose end-to-end A/B has not run yet, so it is not the default.
 int quant_mma_warps(int cols) {
-    static const std::string knob = std::getenv("TT_QUANT_MMA_WARPS") ? std::getenv("TT_QUANT_MMA_WARPS") : "";
+    static const std::string knob = [] {
+        const char* e = std::getenv("TT_QUANT_MMA_WARPS");
+        return std::string(e ? e : "");
+    }();
     if (knob != "" && knob != "8" && knob != "16" && knob != "auto") fail("TT_QUANT_MMA_WARPS={}: expected 8, 16 or auto", knob);
     if (knob == "16") return 16;
     if (knob == "auto") return cols >= 8192 ? 16 : k_mwarps;
