@@ -45,33 +45,8 @@ source "$repo/tests/gpu/libs.sh" >>"$log"
 
 source "$repo/bench/lib/steps.sh"
 gguf_running() { [ -n "${gguf_pid:-}" ] && kill -0 "$gguf_pid" 2>/dev/null; }
-note_concurrency() {  # which CPU-heavy background jobs ran while a measurement ran
-  local c=""
-  build_running && c+=$'\tbuild'
-  gguf_running && c+=$'\tgguf'
-  printf '%s%s\n' "$1" "$c" >>"$res/concurrency.tsv"
-}
 
-# Peak VRAM of one process: nvidia-smi samples memory.used every 200 ms beside it; the peak is
-# the largest sample minus the reading just before the process started (vram.tsv, MiB).
-printf 'name\tbaseline_mib\tmax_mib\tpeak_mib\tsamples\n' >"$res/vram.tsv"
-vram_start() {
-  vram_name=$1
-  vram_base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -dc 0-9)
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 200 >"$res/vram-$1.csv" 2>/dev/null &
-  vram_pid=$!
-  note_concurrency "$1"
-}
-vram_stop() {
-  kill "$vram_pid" 2>/dev/null; wait "$vram_pid" 2>/dev/null
-  local mx n
-  mx=$(tr -dc '0-9\n' <"$res/vram-$vram_name.csv" | sort -n | tail -1)
-  n=$(wc -l <"$res/vram-$vram_name.csv")
-  [ -n "$mx" ] && [ -n "$vram_base" ] || { say "vram $vram_name: no nvidia-smi samples"; return 0; }
-  printf '%s\t%s\t%s\t%s\t%s\n' "$vram_name" "$vram_base" "$mx" $(( mx - vram_base )) "$n" >>"$res/vram.tsv"
-  say "vram $vram_name: peak $(( mx - vram_base )) MiB above the $vram_base MiB before it ($n samples)"
-  last_peak_mib=$(( mx - vram_base ))
-}
+source "$repo/bench/lib/vram.sh"  # vram_start / vram_stop: $res/vram.tsv
 
 finish() {
   trap - TERM INT

@@ -64,12 +64,6 @@ source "$repo/bench/lib/steps.sh"
 record() { printf '%s\t%s\t%s\n' "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$2" >>"$res/commands.tsv"; }
 # Background jobs, both in their own session (they outlive the setup call if they must): the
 # llama.cpp build and the GGUF conversion, each done when its log has its RC line.
-note_concurrency() {  # which CPU-heavy background jobs ran while a measurement ran
-  local c=""
-  build_running && c+=$'\tbuild'
-  gguf_running && c+=$'\tgguf'
-  printf '%s%s\n' "$1" "$c" >>"$res/concurrency.tsv"
-}
 # wait_quiet WHAT SECONDS: waits (at most SECONDS) for the build and the conversion to end.
 wait_quiet() {
   local until=$(( $(elapsed) + $2 ))
@@ -78,33 +72,7 @@ wait_quiet() {
   ! build_running && ! gguf_running
 }
 
-# Peak VRAM of one process: nvidia-smi samples memory.used every 200 ms beside it; the peak is the
-# largest sample minus the reading just before the process started (vram.tsv, MiB). The driver
-# frees an exited process's memory a moment later: wait for the idle reading first (up to 15 s), so
-# that the previous run's tail is not this one's peak.
-smi_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -dc 0-9; }
-vram_start() {
-  vram_name=$1
-  local u
-  [ -n "${vram_idle:-}" ] && for _ in $(seq 75); do u=$(smi_used); [ -n "$u" ] && [ "$u" -le $(( vram_idle + 64 )) ] && break; sleep 0.2; done
-  vram_base=$(smi_used)
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 200 >"$res/vram-$1.csv" 2>/dev/null &
-  vram_pid=$!
-  note_concurrency "$1"
-}
-vram_stop() {
-  kill "$vram_pid" 2>/dev/null; wait "$vram_pid" 2>/dev/null
-  vram_pid=
-  local mx n
-  mx=$(tr -dc '0-9\n' <"$res/vram-$vram_name.csv" | sort -n | tail -1)
-  n=$(wc -l <"$res/vram-$vram_name.csv")
-  last_peak_mib=
-  [ -n "$mx" ] && [ -n "$vram_base" ] || { say "vram $vram_name: no nvidia-smi samples"; return 0; }
-  last_peak_mib=$(( mx - vram_base ))
-  printf '%s\t%s\t%s\t%s\t%s\n' "$vram_name" "$vram_base" "$mx" "$last_peak_mib" "$n" >>"$res/vram.tsv"
-  say "vram $vram_name: peak $last_peak_mib MiB above the $vram_base MiB before it ($n samples)"
-}
-peak_of() { awk -F'\t' -v n="$1" '$1 == n {p = $4} END {print p}' "$res/vram.tsv" 2>/dev/null; }
+source "$repo/bench/lib/vram.sh"  # vram_start / vram_stop / peak_of: $res/vram.tsv
 
 finish() {  # finish KEEP: the summary and $OUT's files; OFF_WORK stays when KEEP=keep (for the next step)
   trap - TERM INT

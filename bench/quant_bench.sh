@@ -5,8 +5,10 @@
 #   ThinTensor   archives converted with --quant int8 / int4 (and bf16 for the baseline): validate
 #                against transformers' bf16 logits (KL, top-1, min cosine), `thintensor bench` tg128
 #                and pp2048 beside their rooflines, and INT4 at --vram-budget 4GiB (bytes per token)
-#   llama.cpp    llama-bench -ngl 99 -fa 1 -p 2048 -n 128 on Q8_0 and Q4_K_M; their KL against the
+#   llama.cpp    llama-bench -ngl 99 -fa 1 -p 2048 -n 128 on Q8_0 and Q4_K_M; Q4_K_M split by layers
+#                (-ngl N, the rest on the CPU) at ThinTensor's 4 GiB (llama_4g); their KL against the
 #                bf16 GGUF's logits (llama-perplexity --kl-divergence, 4 chunks of 512 tokens of text)
+# Every measured process's peak VRAM is nvidia-smi's (bench/lib/vram.sh, vram.tsv).
 # Two GPU-machine calls (a call is at most 600 s), chosen by STEPS; state in BENCH_WORK (default
 # /dev/shm/q19) between them, so the second call must come while the machine is warm:
 #   STEPS=setup  llama.cpp build (background), checkpoint + reference logits, the three conversions,
@@ -36,6 +38,7 @@ log="$OUT/q19.log"
 source "$repo/tests/gpu/libs.sh"
 t_start=$(date +%s)
 source "$repo/bench/lib/steps.sh"
+source "$repo/bench/lib/vram.sh"  # each measured process's peak VRAM as nvidia-smi shows it: $res/vram.tsv
 
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
@@ -57,6 +60,42 @@ setup() {
   ls -l "$work"/*.gguf >>"$log" 2>&1
 }
 
+# llama.cpp's Q4_K_M at the same memory as ThinTensor's INT4 at --vram-budget 4GiB: the largest
+# -ngl whose peak (nvidia-smi) stays within 2% of the larger of 4 GiB and ThinTensor's own peak
+# there, the rest of the layers on the CPU's 16 cores (llama.cpp's split by layers). The first
+# guess takes the GGUF's bytes as 34 equal parts (32 layers; the output layer and the embedding about
+# a part each) over ~1.2 GiB of the rest (CUDA context, KV, compute buffers); each try's measured
+# peak corrects it, three tries at most. Results: llama-4g-ngl<N>.jsonl, llama-4g.tsv.
+llama_4g() {
+  local tp target limit part n p tries=0 fit="" over=""
+  tp=$(peak_of tt-int4-4g); tp=${tp:-0}
+  target=$(( tp > 4096 ? tp : 4096 )); limit=$(( target * 102 / 100 ))
+  part=$(( $(stat -c %s "$work/m-Q4_K_M.gguf") / 34 / 1048576 ))
+  n=$(( (target - 1229) / part )); [ $n -gt 33 ] && n=33; [ $n -lt 0 ] && n=0
+  say "llama.cpp Q4_K_M at 4 GiB: target peak $target MiB (ThinTensor's $tp MiB), limit $limit MiB, a layer ~$part MiB: first try -ngl $n"
+  printf 'ngl\tpeak_mib\tlimit_mib\trc\n' >"$res/llama-4g.tsv"
+  while [ $tries -lt 3 ] && [ -n "$n" ] && enough 60 "llama-bench Q4_K_M -ngl $n"; do
+    tries=$(( tries + 1 ))
+    vram_start "llama-4g-ngl$n"
+    run_step "llama-bench Q4_K_M -ngl $n -fa 1 -p 0 -n 32 -r 2 -t $(nproc)" timeout "$(cap 120)" \
+      sh -c "'$bin/llama-bench' -m '$work/m-Q4_K_M.gguf' -ngl $n -fa 1 -p 0 -n 32 -r 2 -t $(nproc) -o jsonl >'$res/llama-4g-ngl$n.jsonl' 2>'$res/llama-4g-ngl$n.err'"
+    local rc=$?
+    vram_stop; p=$last_peak_mib
+    printf '%s\t%s\t%s\t%s\n' "$n" "${p:-}" "$limit" "$rc" >>"$res/llama-4g.tsv"
+    [ $rc -eq 0 ] && [ -n "$p" ] || { say "llama.cpp -ngl $n: rc=$rc, peak '${p:-}': search stopped"; break; }
+    if [ "$p" -le "$limit" ]; then
+      fit=$n; local next=$(( n + (limit - p) / part ))
+      [ $next -gt 33 ] && next=33; [ -n "$over" ] && [ $next -ge "$over" ] && next=$(( over - 1 ))
+      [ $next -gt $n ] && n=$next || n=""
+    else
+      over=$n; n=$(( n - (p - limit + part - 1) / part ))
+      { [ -n "$fit" ] && [ $n -le "$fit" ]; } || [ $n -lt 0 ] && n=""
+    fi
+  done
+  say "llama.cpp Q4_K_M at 4 GiB: -ngl ${fit:-none} fits"
+  echo "${fit:-}" >"$res/llama-4g-fit.txt"
+}
+
 bench() {
   [ -f "$work/int4.thin" ] || { say "no archives in $work: run STEPS=setup first (on the same warm machine)"; return 1; }
   for a in bf16 int8 int4; do
@@ -64,21 +103,31 @@ bench() {
     run_step "validate $a ($p) vs transformers logits_bf16 (512 tokens)" timeout "$(cap 60)" \
       sh -c "'$TT' validate '$work/$a.thin' --reference '$work/reference.safetensors' --key logits_bf16 --device cuda --profile $p --no-greedy --json >'$res/validate-$a.json'"
   done
+  vram_idle=$(smi_used); say "idle VRAM reading: ${vram_idle:-?} MiB"
+  vram_start tt-bf16
   run_step "thintensor bench bf16 (tg128)" timeout "$(cap 60)" \
     sh -c "'$TT' bench '$work/bf16.thin' --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >'$res/bench-bf16.json'"
+  vram_stop
   for a in int8 int4; do
     p=max-performance; [ $a = int4 ] && p=max-max-perf
+    vram_start tt-$a
     run_step "thintensor bench $a (tg128, pp2048)" timeout "$(cap 90)" \
       sh -c "'$TT' bench '$work/$a.thin' --device cuda --profile $p --prompt-lengths 2048 --gen-tokens 128 --reps 3 --json >'$res/bench-$a.json'"
+    vram_stop
   done
+  vram_start tt-int4-4g
   run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
     sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
+  vram_stop
   if build_ok; then
     for t in Q8_0 Q4_K_M; do
       [ -s "$work/m-$t.gguf" ] || continue
+      vram_start llama-$t
       run_step "llama-bench $t -ngl 99 -fa 1 -p 2048 -n 128 -r 3" timeout "$(cap 120)" \
         sh -c "'$bin/llama-bench' -m '$work/m-$t.gguf' -ngl 99 -fa 1 -p 2048 -n 128 -r 3 -o jsonl >'$res/llama-bench-$t.jsonl' 2>'$res/llama-bench-$t.err'"
+      vram_stop
     done
+    [ -s "$work/m-Q4_K_M.gguf" ] && llama_4g
     # KL of Q8_0 / Q4_K_M against the bf16 GGUF's own logits, over 4 chunks of 512 tokens of text.
     cat "$repo"/docs/*.md "$repo"/README.md >"$work/text.txt"
     if [ -s "$gguf" ] && enough 120 "llama.cpp KL"; then

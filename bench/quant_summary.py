@@ -41,6 +41,31 @@ def kld(t):
     return (float(m.group(1)) if m else None, float(s.group(1)) if s else None)
 
 
+def smi_peaks():
+    """Each measured process's peak VRAM as nvidia-smi showed it (bench/lib/vram.sh), MiB."""
+    peaks = {}
+    try:
+        for line in open(os.path.join(res, "vram.tsv")):
+            f = line.rstrip("\n").split("\t")
+            if len(f) >= 4 and f[3].lstrip("-").isdigit():
+                peaks[f[0]] = int(f[3])
+    except OSError:
+        pass
+    return peaks
+
+
+smi = smi_peaks()
+
+
+def peak_cell(name, driver_bytes=None):
+    cells = []
+    if name in smi:
+        cells.append(f"{smi[name] / 1024:.2f} GiB (nvidia-smi)")
+    if driver_bytes:
+        cells.append(f"{driver_bytes / 2**30:.2f} GiB (bench)")
+    return ", ".join(cells) or "–"
+
+
 def result(b, test):
     if not b:
         return None
@@ -63,7 +88,7 @@ for a, label in [("bf16", "ThinTensor bf16"), ("int8", "ThinTensor INT8 (max-per
     pp_cell = f"{pp['tokens_per_s']:.0f} ± {pp['sd']:.0f}" if pp else "–"
     print(f"| {label} | {a} | {tg['tokens_per_s']:.1f} ± {tg['sd']:.1f} | {tg['bytes_per_token'] / 1e9:.3f} | "
           f"{100 * tg['gbs'] / tg['roofline_gbs']:.1f}% ({tg['roofline_tokens_per_s']:.0f}) | {pp_cell} | "
-          f"{b['peak_vram_bytes'] / 2**30:.2f} GiB |")
+          f"{peak_cell('tt-' + a, b.get('peak_vram_bytes'))} |")
 for t in ["Q8_0", "Q4_K_M"]:
     tg, pp = llama(t, "tg", 128), llama(t, "pp", 2048)
     if not tg:
@@ -75,7 +100,7 @@ for t in ["Q8_0", "Q4_K_M"]:
     bw = next((r["roofline_gbs"] for r, _ in tt.values() if r), None)
     roof = f"{100 * tg[0] * tg[2] / (bw * 1e9):.1f}% ({bw * 1e9 / tg[2]:.0f})" if bw and tg[2] else ""
     print(f"| llama.cpp {t} | {t} ({(tg[2] or 0) / 1e9:.2f} GB) | {tg[0]:.1f} ± {tg[1]:.1f} | {(tg[2] or 0) / 1e9:.3f} | {roof} | "
-          f"{pp_cell} | |")
+          f"{pp_cell} | {peak_cell('llama-' + t)} |")
 
 print()
 for a, t in [("int8", "Q8_0"), ("int4", "Q4_K_M")]:
@@ -88,7 +113,31 @@ b4 = load("bench-int4-4g.json")
 r4 = result(b4, "tg32")
 if r4:
     print(f"- INT4 at --vram-budget 4GiB: tg32 {r4['tokens_per_s']:.2f} tok/s, {r4['bytes_per_token'] / 1e9:.3f} GB/token, "
-          f"peak VRAM {b4['peak_vram_bytes'] / 2**30:.2f} GiB")
+          f"peak VRAM {peak_cell('tt-int4-4g', b4.get('peak_vram_bytes'))}")
+try:
+    fit = open(os.path.join(res, "llama-4g-fit.txt")).read().strip()
+except OSError:
+    fit = None
+if fit is not None:
+    tries = [l.split("\t") for l in open(os.path.join(res, "llama-4g.tsv")).read().splitlines()[1:]] \
+        if os.path.exists(os.path.join(res, "llama-4g.tsv")) else []
+    tried = ", ".join(f"-ngl {t[0]}: {t[1] or '?'} MiB" for t in tries)
+    if fit:
+        p = os.path.join(res, f"llama-4g-ngl{fit}.jsonl")
+        tg = None
+        for line in open(p) if os.path.exists(p) else []:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("n_gen") == 32 and r.get("n_prompt") == 0:
+                tg = r
+        cell = f"tg32 {tg['avg_ts']:.2f} ± {tg['stddev_ts']:.2f} tok/s" if tg else "no tg32 result"
+        ratio = f"; INT4 at 4 GiB x{r4['tokens_per_s'] / tg['avg_ts']:.2f}" if tg and r4 else ""
+        print(f"- llama.cpp Q4_K_M split by layers at the same memory: -ngl {fit} on the GPU, the rest on "
+              f"the CPU, {cell}, peak VRAM {peak_cell('llama-4g-ngl' + fit)}{ratio} (tries: {tried})")
+    else:
+        print(f"- llama.cpp Q4_K_M split by layers: no -ngl fitted the limit (tries: {tried or 'none'})")
 
 print("\nQuality against the bf16 logits (ThinTensor: transformers' bf16 logits of a 512-token prompt, "
       "`validate --key logits_bf16`; llama.cpp: its own bf16 GGUF's logits over 4 x 512 tokens of text, "

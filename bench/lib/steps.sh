@@ -36,6 +36,13 @@ build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/bu
 gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
 build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$lldir/lltrim/build/bin/llama-bench" ]; }
 gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
+# note_concurrency NAME: which of those jobs ran while measurement NAME ran ($res/concurrency.tsv).
+note_concurrency() {
+  local c=""
+  build_running && c+=$'\tbuild'
+  gguf_running && c+=$'\tgguf'
+  printf '%s%s\n' "$1" "$c" >>"$res/concurrency.tsv"
+}
 
 # llama3_8b_setup: the start of a benchmark against llama.cpp on the Llama-3-8B shape (the caller
 # sets carry, work, res, ck, lldir, gguf and TT): llama.cpp's build in the background (unless
