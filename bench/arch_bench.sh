@@ -43,7 +43,6 @@ res=$work/results
 steps=" ${STEPS:-setup bench} "
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; arc=$work/a.thin; gguf=$work/m.gguf; lldir=$work/llama
 lb=$lldir/lltrim/build/bin/llama-bench
 deadline=${BENCH_DEADLINE_S:-560}

@@ -29,7 +29,6 @@ steps=" ${STEPS:-setup bench} "
 depths=${DEPTHS:-0,4096,8192,16384,32768}
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 bins=${TT_BINS:-"thintensor=$TT"}
 # Each binary as given, and with KV_INT8=1 also with the 8-bit KV cache: "name=path" and
 # "name-kv8=path"; kv_args NAME gives the flags of a variant.

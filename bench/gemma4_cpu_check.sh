@@ -14,7 +14,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 OUT="${OUT:-$PWD/g4-out}"; mkdir -p "$OUT"
 C=.carry
-[ -f $C/payload.tar.xz ] && [ ! -x $C/bin/thintensor ] && xz -dc $C/payload.tar.xz | tar -C $C -xf -
 carry=$C; source tests/gpu/libs.sh
 TT=$C/bin/thintensor
 w=/dev/shm/g4; rm -rf "$w"; mkdir -p "$w"; trap 'rm -rf "$w"' EXIT

@@ -32,7 +32,6 @@ rm -rf "$work"; mkdir -p "$res" "$work/home"
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
 # A folder staged by tests/gpu/stage.sh carries the binaries xz-compressed: unpack them first.
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; arc=$work/moe.thin; gguf=$work/moe.gguf; lldir=$work/llama
 shape=qwen3-30b-a3b-16l
 deadline=${MOE_DEADLINE_S:-560}

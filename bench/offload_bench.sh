@@ -45,7 +45,6 @@ steps=" ${STEPS:-setup bench} "
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
 # A folder staged by tests/gpu/stage.sh carries the binaries xz-compressed: unpack them first.
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; arc=$work/a.thin; gguf=$work/m.gguf; lldir=$work/llama
 lb=$lldir/lltrim/build/bin/llama-bench
 deadline=${OFF_DEADLINE_S:-560}

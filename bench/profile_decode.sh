@@ -6,7 +6,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/bench-out}"; mkdir -p "$OUT"
 TT=$PWD/.carry/bin/thintensor
-[ -f .carry/payload.tar.xz ] && [ ! -x "$TT" ] && xz -dc .carry/payload.tar.xz | tar -C .carry -xf -
 source tests/gpu/libs.sh
 # Which kernels: a decode step of a deep model (Gemma 4: ~250 launches) after a long first prefill
 # needs more than the defaults.

@@ -6,7 +6,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/bench-out}"; mkdir -p "$OUT"
-[ -f .carry/payload.tar.xz ] && [ ! -x .carry/bin/gpu_tests ] && xz -dc .carry/payload.tar.xz | tar -C .carry -xf -
 source tests/gpu/libs.sh
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 TT_GEMV_PROFILE=1 "$NCU" --clock-control none --set full --kernel-name regex:gemv -o "$OUT/quant_gemv" -f \

@@ -30,7 +30,6 @@ res=$work/results
 steps=" ${STEPS:-setup bench} "
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf; lldir=$work/llama; gguf=$work/m-bf16.gguf
 bin=$lldir/lltrim/build/bin
 deadline=${BENCH_DEADLINE_S:-560}

@@ -12,9 +12,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export OUT=${OUT:-$PWD/ab-out}; mkdir -p "$OUT"
 C=.carry
-[ -x $C/bin/thintensor ] || xz -dc $C/payload.tar.xz | tar -C $C -xf -
+source tests/gpu/libs.sh  # unpacks this build's payload
 [ -x $C/bin/tt-before ] || { xz -dc $C/tt-before.xz >$C/bin/tt-before && chmod +x $C/bin/tt-before; } || { echo "no $C/tt-before.xz"; exit 2; }
-source tests/gpu/libs.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 t0=$(date +%s)
 $C/bin/gpu_tests --gtest_brief=1 --gtest_filter='*int8*:*int4*:*moe*:*decode_attention*' >"$OUT/cases.log" 2>&1

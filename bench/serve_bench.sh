@@ -16,7 +16,6 @@ work=${BENCH_WORK:-/dev/shm/s20}
 case "$work" in /|/dev/shm|/tmp|"$HOME"|"") echo "BENCH_WORK=$work: give a folder of its own (it is emptied)"; exit 2;; esac
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
-[ -f "$carry/payload.tar.xz" ] && [ ! -x "$TT" ] && xz -dc "$carry/payload.tar.xz" | tar -C "$carry" -xf -
 ck=$work/hf
 deadline=${BENCH_DEADLINE_S:-560}
 log="$OUT/s20.log"

@@ -10,7 +10,6 @@ if [ -z "${TT:-}" ]; then
   set -uo pipefail
   cd "$(dirname "$0")/../.."
   C=.carry
-  [ -f $C/payload.tar.xz ] && [ ! -x $C/bin/thintensor ] && xz -dc $C/payload.tar.xz | tar -C $C -xf -
   TT=$C/bin/thintensor; S=$C/shared
   source tests/gpu/libs.sh
   source tests/gpu/fixtures.sh

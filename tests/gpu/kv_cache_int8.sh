@@ -21,7 +21,6 @@ if [ -z "${TT:-}" ]; then
   set -uo pipefail
   cd "$(dirname "$0")/../.."
   C=.carry
-  [ -f $C/payload.tar.xz ] && [ ! -x $C/bin/thintensor ] && xz -dc $C/payload.tar.xz | tar -C $C -xf -
   TT=$C/bin/thintensor; S=$C/shared; OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
   source tests/gpu/libs.sh
   source tests/gpu/fixtures.sh

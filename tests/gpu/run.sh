@@ -7,7 +7,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-out}"; mkdir -p "$OUT"
 C=.carry
-[ -f $C/payload.tar.xz ] && [ ! -x $C/bin/thintensor ] && xz -dc $C/payload.tar.xz | tar -C $C -xf -
 TT=$C/bin/thintensor
 S=$C/shared
 source tests/gpu/libs.sh
