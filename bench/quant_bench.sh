@@ -16,8 +16,11 @@
 #   STEPS=bench  every measurement and the summary; BENCH_WORK is removed at the end
 # Inputs in CARRY_DIR (default .carry): bin/thintensor (+ lib/), anchors/{llama.cpp-src.tar.xz,
 # build_llama.sh}, tokenizers/llama3 (tokenizer.json.xz, tokenizer_config.json).
-# Outputs in $OUT: q19.log, q19-summary.md and the JSON of every measurement.
-# LLAMA=0 leaves llama.cpp out (ThinTensor's figures only, when the device time is short).
+# Outputs in $OUT: q19.log, q19-summary.md and q19-results.tgz (every measurement's JSON and log,
+# nvidia-smi's samples).
+# LLAMA=0 leaves llama.cpp out (ThinTensor's figures only, when the device time is short);
+# TT_QUANTS (default "int8 int4") and LL_TYPES (default "Q8_0 Q4_K_M") narrow the run, e.g. to
+# INT4 and Q4_K_M with the 4 GiB split when a call's time is short.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -28,6 +31,7 @@ work=${BENCH_WORK:-/dev/shm/q19}
 case "$work" in /|/dev/shm|/tmp|"$HOME"|"") echo "BENCH_WORK=$work: give a folder of its own (it is emptied)"; exit 2;; esac
 res=$work/results
 steps=" ${STEPS:-setup bench} "
+tt_quants=${TT_QUANTS:-int8 int4}; ll_types=${LL_TYPES:-Q8_0 Q4_K_M}
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
 ck=$work/hf; lldir=$work/llama; gguf=$work/m-bf16.gguf
@@ -43,14 +47,14 @@ setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
   run_header
   llama3_8b_setup || return 1
-  for q in int8 int4; do
+  for q in $tt_quants; do
     run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
   done
   ls -l "$work"/*.thin >>"$log"
   while { build_running || gguf_running; } && [ "$(left)" -gt 150 ]; do sleep 3; done
   if [ "${LLAMA:-1}" = 0 ]; then :
   elif build_ok && gguf_ok; then
-    for t in Q8_0 Q4_K_M; do
+    for t in $ll_types; do
       run_step "llama-quantize $t" timeout "$(cap 150)" "$bin/llama-quantize" "$gguf" "$work/m-$t.gguf" $t
     done
   else
@@ -97,7 +101,7 @@ llama_4g() {
 
 bench() {
   [ -f "$work/int4.thin" ] || { say "no archives in $work: run STEPS=setup first (on the same warm machine)"; return 1; }
-  for a in bf16 int8 int4; do
+  for a in bf16 $tt_quants; do
     p=balanced; [ $a = int8 ] && p=max-performance; [ $a = int4 ] && p=max-max-perf
     run_step "validate $a ($p) vs transformers logits_bf16 (512 tokens)" timeout "$(cap 60)" \
       sh -c "'$TT' validate '$work/$a.thin' --reference '$work/reference.safetensors' --key logits_bf16 --device cuda --profile $p --no-greedy --json >'$res/validate-$a.json'"
@@ -107,19 +111,25 @@ bench() {
   run_step "thintensor bench bf16 (tg128)" timeout "$(cap 60)" \
     sh -c "'$TT' bench '$work/bf16.thin' --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >'$res/bench-bf16.json'"
   vram_stop
-  for a in int8 int4; do
+  for a in $tt_quants; do
     p=max-performance; [ $a = int4 ] && p=max-max-perf
     vram_start tt-$a
     run_step "thintensor bench $a (tg128, pp2048)" timeout "$(cap 90)" \
       sh -c "'$TT' bench '$work/$a.thin' --device cuda --profile $p --prompt-lengths 2048 --gen-tokens 128 --reps 3 --json >'$res/bench-$a.json'"
     vram_stop
   done
+  # The 4 GiB plan splits the layers it cannot hold between PCIe and the CPU by the host's rates.
+  # Without a doctor record the backend measures them in about a second: the H200 run of 2026-12-06
+  # then streamed 15 layers and computed 1 on the CPU (22.2 tok/s), the H100's of 2026-12-05 8 and 8
+  # (44.1 tok/s). The doctor's record, measured with a quiet CPU, is what a user's plan reads.
+  run_step "thintensor doctor (host and PCIe rates for the 4 GiB plan)" timeout "$(cap 150)" \
+    sh -c "'$TT' doctor --device 0 --cache-test-mib 0 --python-timeout 60 --json >'$res/doctor.json' 2>'$res/doctor.err'"
   vram_start tt-int4-4g
   run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
     sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
   vram_stop
   if build_ok; then
-    for t in Q8_0 Q4_K_M; do
+    for t in $ll_types; do
       [ -s "$work/m-$t.gguf" ] || continue
       vram_start llama-$t
       run_step "llama-bench $t -ngl 99 -fa 1 -p 2048 -n 128 -r 3" timeout "$(cap 120)" \
@@ -132,13 +142,14 @@ bench() {
     if [ -s "$gguf" ] && enough 120 "llama.cpp KL"; then
       run_step "llama-perplexity bf16 (the KL base)" timeout "$(cap 90)" "$bin/llama-perplexity" -m "$gguf" -f "$work/text.txt" -c 512 --chunks 4 -ngl 99 \
         --kl-divergence-base "$work/base.kld"
-      for t in Q8_0 Q4_K_M; do
+      for t in $ll_types; do
         run_step "llama-perplexity $t --kl-divergence" timeout "$(cap 60)" sh -c "'$bin/llama-perplexity' -m '$work/m-$t.gguf' -c 512 --chunks 4 -ngl 99 --kl-divergence-base '$work/base.kld' --kl-divergence >'$res/kld-$t.txt' 2>&1"
       done
     fi
   fi
   python3 bench/quant_summary.py "$res" >"$OUT/q19-summary.md" 2>>"$log"; cat "$OUT/q19-summary.md" >>"$log"
-  cp "$res"/* "$OUT/" 2>/dev/null
+  # Packed: a device call brings back at most 8 files (2026-12-06 lost llama-bench's JSON that way).
+  tar -C "$res" -czf "$OUT/q19-results.tgz" . 2>>"$log"
   rm -rf "$work"
 }
 

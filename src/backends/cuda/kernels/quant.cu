@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // A block (8 warps) takes a tile of 16 weight rows (gate and up: 8 rows of each, one output row
 // per pair); lane (g, t) reads rows g and g + 8, bytes [64 s + 16 t, + 16) at step s; the warps
 // split the steps and add up through shared memory. The first loads are issued before pdl_wait().
-constexpr int k_mwarps = 8;   // warps per block: the MoE GEMVs always, the dense ones by default (quant_mma_warps)
+constexpr int k_mwarps = 8;   // warps per block: the MoE GEMVs always, the dense ones but INT4's wide rows (quant_mma_warps)
 constexpr int k_step_bytes = 64;  // bytes of each row per step: four lanes of 16
 
 // The position of column c within its block of 8 in the staged x: an INT4 word widens to the
@@ -604,21 +604,23 @@ int quant_red_tiles(QuantScheme q) {
     return q == QuantScheme::int4 ? 4 : 1;
 }
 
-// Warps per block of the dense GEMVs: 8 (two blocks an SM, the default) or 16 (one block an SM,
-// so x is staged half as often). Measured on the H100 (bench/results/2026-12-05-h100-gemv-warps/):
-// 16 warps everywhere took the 8B's down (14336 columns) from 22.2 to 20.7 us in INT4 and from 28.9
-// to 27.2 in INT8, but the 4096-column shapes up by as much as 15% (INT8 gate+up): INT4 decode
-// +0.8%, INT8 -14%. TT_QUANT_MMA_WARPS=16 forces 16; =auto takes 16 only for rows of 8192 columns
-// or more (the 8B's down), a rule whose end-to-end A/B has not run yet, so it is not the default.
-int quant_mma_warps(int cols) {
+// Warps per block of the dense GEMVs: 8 (two blocks an SM) or 16 (one block an SM, so x is staged
+// half as often). 16 only for INT4 rows of 8192 columns or more (the 8B's down). Measured on the
+// H100 (bench/results/2026-12-05-h100-gemv-warps/): 16 warps everywhere took that down from 22.2 to
+// 20.7 us in INT4 and from 28.9 to 27.2 in INT8, but the 4096-column shapes up by as much as 15%
+// (INT8 gate+up). With 16 on the wide rows only, on the H200 (bench/results/
+// 2026-12-06-h200-gemv-warps-xbulk/): INT4 decode 460.4 -> 469.8 tok/s (+2.0%), INT8 352.5 ->
+// 349.0 (-1.0%, though its down kernel alone went from 24.1 to 22.4 us), so INT8 keeps 8.
+// TT_QUANT_MMA_WARPS=8|16 forces one everywhere for an A/B.
+int quant_mma_warps(QuantScheme q, int cols) {
     static const std::string knob = [] {
         const char* e = std::getenv("TT_QUANT_MMA_WARPS");
         return std::string(e ? e : "");
     }();
-    if (knob != "" && knob != "8" && knob != "16" && knob != "auto") fail("TT_QUANT_MMA_WARPS={}: expected 8, 16 or auto", knob);
+    if (knob != "" && knob != "8" && knob != "16") fail("TT_QUANT_MMA_WARPS={}: expected 8 or 16", knob);
     if (knob == "16") return 16;
-    if (knob == "auto") return cols >= 8192 ? 16 : k_mwarps;
-    return k_mwarps;
+    if (knob == "8") return k_mwarps;
+    return q == QuantScheme::int4 && cols >= 8192 ? 16 : k_mwarps;
 }
 
 template <QuantScheme Q, template <QuantScheme, int, int, typename, int> class K, typename W, typename Go>
@@ -626,7 +628,7 @@ void pick_mma(int cols, Go&& go) {
     const int ms = quant_mma_steps(Q), kr = quant_red_tiles(Q);
     // 16 warps are compiled for the default batch and reduction only (forcing others picks 8).
     constexpr int dms = Q == QuantScheme::int4 ? 2 : 3, dkr = Q == QuantScheme::int4 ? 4 : 1;
-    if (quant_mma_warps(cols) == 16 && ms == dms && kr == dkr) go(K<Q, dms, dkr, W, 16>::kernel, 16);
+    if (quant_mma_warps(Q, cols) == 16 && ms == dms && kr == dkr) go(K<Q, dms, dkr, W, 16>::kernel, 16);
     else if (ms == 2 && kr == 1) go(K<Q, 2, 1, W, k_mwarps>::kernel, k_mwarps);
     else if (ms == 2) go(K<Q, 2, 4, W, k_mwarps>::kernel, k_mwarps);
     else if (kr == 1) go(K<Q, 3, 1, W, k_mwarps>::kernel, k_mwarps);
