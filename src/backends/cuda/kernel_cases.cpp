@@ -1416,7 +1416,13 @@ std::vector<KernelCase> build_table() {
                                     {QuantScheme::int4, 32, 6144, 4096, true, false, false, 3},
                                     {QuantScheme::int4, 32, 1, 64, false, false, false, 1},
                                     {QuantScheme::int8, 0, 37, 208, true, true, true, 2},
-                                    {QuantScheme::int4, 32, 45, 160, true, false, true, 1}})
+                                    {QuantScheme::int4, 32, 45, 160, true, false, true, 1},
+                                    // x's digits near CUDA's 48 KiB default with the static partial sums
+                                    // beside them (launch.cuh, allow_dynamic_smem): Qwen2.5-3B's and
+                                    // Qwen3-8B's down (11008, 12288 columns)
+                                    {QuantScheme::int4, 32, 40, 11008, false, true, false, 1},
+                                    {QuantScheme::int4, 128, 40, 12288, false, false, false, 1},
+                                    {QuantScheme::int8, 0, 40, 12288, false, true, false, 1}})
             add(fmt::format("gemv {}", quant_scheme_name(c.q)), dt,
                 fmt::format("rows {} cols {}{}, {} segment(s){}{}{}", c.rows, c.cols, c.q == QuantScheme::int4 ? fmt::format(" group {}", c.group) : "",
                             c.n_seg, c.prenorm ? ", pre-norm" : "", c.accumulate ? ", accumulate" : "", c.bias ? ", bias" : ""),

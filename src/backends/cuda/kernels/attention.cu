@@ -304,7 +304,7 @@ void decode_attention(const DecodeAttnArgs& a, cudaStream_t s) {
     const size_t smem = decode::smem_bytes(group, hd, tiles, k_attn_threads / 32, GB);
     const dim3 grid(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows));
     auto run = [&](auto kernel) {
-        if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        allow_dynamic_smem(kernel, smem);
         launch(kernel, grid, k_attn_threads, smem, s, a);
     };
     // The kernel for weights W (q and the output f32 without ROPE) and cache KV.

@@ -216,7 +216,7 @@ template <typename W, typename T, typename KV, bool ROPE, int HD>
 void run(const DecodeAttnArgs& a, cudaStream_t s) {
     auto kernel = decode_attn_mma_kernel<W, T, KV, ROPE, HD>;
     const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, KV>(), k_warps, 16);
-    TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    allow_dynamic_smem(kernel, smem);
     launch(kernel, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows)), k_warps * 32, smem, s, a);
 }
 

@@ -824,7 +824,7 @@ void set_smem(Kernel k, size_t smem, const char* what) {
     TT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     if (smem > size_t(optin))
         fail("delta_net_prefill: {} needs {} bytes of shared memory, the device allows {}", what, smem, optin);
-    if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    allow_dynamic_smem(k, smem);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "backends/cuda/kernels/dispatch.cuh"
 #include "backends/cuda/kernels/flash_tile.cuh"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.cuh"
 #include "backends/cuda/kernels/ptx.cuh"
 
 namespace tt::cuda {
@@ -191,7 +192,7 @@ void launch_attention(const PrefillAttnArgs& a, cudaStream_t s) {
     constexpr int BM = 16 * FaCfg<HD>::warps;
     constexpr size_t smem = fa_smem_bytes<HD>();
     auto k = a.softcap > 0 ? prefill_attn_kernel<T, HD, true> : prefill_attn_kernel<T, HD, false>;
-    if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    allow_dynamic_smem(k, smem);
     const dim3 grid(unsigned(a.n_heads), unsigned((a.n_q + BM - 1) / BM));
     k<<<grid, 32 * FaCfg<HD>::warps, smem, s>>>(a);
 }

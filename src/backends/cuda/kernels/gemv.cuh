@@ -282,7 +282,7 @@ int resident_blocks(K kernel, size_t smem, int warps) {
     const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
-    if (smem > 48 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    allow_dynamic_smem(kernel, smem);
     int dev = 0, sms = 0, per_sm = 0;
     TT_CUDA_CHECK(cudaGetDevice(&dev));
     TT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));

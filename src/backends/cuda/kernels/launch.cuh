@@ -26,6 +26,19 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// Lets `kernel` take `smem` bytes of dynamic shared memory. CUDA's default limit, 48 KiB, counts
+// the kernel's static shared memory too, so a launch whose dynamic bytes alone stay under it can
+// still be refused (cudaErrorInvalidValue): the INT4 GEMV with 16 warps on rows of 11008 columns
+// (Qwen2.5-3B's down) asks 43 KiB of digits beside 8 KiB of partial sums. Past that limit the
+// kernel must opt in, up to the device's per-block maximum less the static bytes.
+template <typename K>
+void allow_dynamic_smem(K kernel, size_t smem) {
+    cudaFuncAttributes fa{};
+    TT_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    if (smem + fa.sharedSizeBytes > 48 * 1024)
+        TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+}
+
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
     cudaLaunchConfig_t cfg{};

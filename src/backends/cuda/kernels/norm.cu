@@ -32,8 +32,7 @@ void residual_rmsnorm(float* x, const float* add, const void* add_norm_w, const 
     const size_t smem = (out ? 3 : 2) * size_t(hidden) * sizeof(float);
     TT_DISPATCH_FLOAT(wdt, W, TT_DISPATCH_FLOAT(out_dt, O, {
         auto k = residual_rmsnorm_kernel<W, O>;
-        // (beside the static scratch: the default limit of 48 KB counts both)
-        if (smem > 32 * 1024) TT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        allow_dynamic_smem(k, smem);
         launch(k, n, 256, smem, s, x, add, static_cast<const W*>(add_norm_w), static_cast<const W*>(w), offset, eps, hidden,
                static_cast<O*>(out), static_cast<const W*>(row_scale));
     }));
