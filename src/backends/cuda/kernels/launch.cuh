@@ -1,10 +1,12 @@
-// Kernel launch with programmatic dependent launch when the scope asks for it (see launch.h), and
-// the two device-side halves of the protocol.
+// Kernel launch with programmatic dependent launch when the scope asks for it (see launch.h), the
+// two device-side halves of the protocol, and a kernel's opt-in to more than 48 KiB of shared memory.
 #pragma once
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/launch.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 
 namespace tt::cuda {
@@ -30,13 +32,16 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // the kernel's static shared memory too, so a launch whose dynamic bytes alone stay under it can
 // still be refused (cudaErrorInvalidValue): the INT4 GEMV with 16 warps on rows of 11008 columns
 // (Qwen2.5-3B's down) asks 43 KiB of digits beside 8 KiB of partial sums. Past that limit the
-// kernel must opt in, up to the device's per-block maximum less the static bytes.
+// kernel must opt in, up to the device's per-block maximum less the static bytes. The limit is only
+// ever raised: one kernel serves shapes of different sizes, and lowering it for a smaller one
+// would refuse the larger one's next launch.
 template <typename K>
 void allow_dynamic_smem(K kernel, size_t smem) {
     cudaFuncAttributes fa{};
     TT_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-    if (smem + fa.sharedSizeBytes > 48 * 1024)
-        TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const size_t cur = size_t(fa.maxDynamicSharedSizeBytes);
+    if (smem > cur || smem + fa.sharedSizeBytes > 48 * 1024)
+        TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(std::max(smem, cur))));
 }
 
 template <typename... Params, typename... Args>
