@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace tt::cuda {
@@ -34,14 +36,25 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // (Qwen2.5-3B's down) asks 43 KiB of digits beside 8 KiB of partial sums. Past that limit the
 // kernel must opt in, up to the device's per-block maximum less the static bytes. The limit is only
 // ever raised: one kernel serves shapes of different sizes, and lowering it for a smaller one
-// would refuse the larger one's next launch.
+// would refuse the larger one's next launch. The bytes known to launch are kept per kernel, so the
+// launches outside the decode graph (prefill's attention and norms, every layer and chunk) ask the
+// driver only when they need more than before.
 template <typename K>
 void allow_dynamic_smem(K kernel, size_t smem) {
+    static std::mutex mu;
+    static std::map<const void*, size_t> known;  // dynamic bytes each kernel is known to launch with
+    const std::lock_guard<std::mutex> lock(mu);
+    size_t& ok = known[reinterpret_cast<const void*>(kernel)];
+    if (smem <= ok) return;
     cudaFuncAttributes fa{};
     TT_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
     const size_t cur = size_t(fa.maxDynamicSharedSizeBytes);
-    if (smem > cur || smem + fa.sharedSizeBytes > 48 * 1024)
+    if (smem > cur || smem + fa.sharedSizeBytes > 48 * 1024) {
         TT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(std::max(smem, cur))));
+        ok = std::max(smem, cur);
+    } else {
+        ok = smem;
+    }
 }
 
 template <typename... Params, typename... Args>
