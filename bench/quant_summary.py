@@ -16,8 +16,10 @@ def load(name):
         return None
 
 
-def llama(t, kind, n):
-    p = os.path.join(res, f"llama-bench-{t}.jsonl")
+def llama(t, kind, n, name=None):
+    """(tok/s, sd, model bytes) of llama-bench's pp or tg row of n tokens in llama-bench-T.jsonl
+    (or the file `name`)."""
+    p = os.path.join(res, name or f"llama-bench-{t}.jsonl")
     if not os.path.exists(p):
         return None
     for line in open(p):
@@ -123,17 +125,9 @@ if fit is not None:
         if os.path.exists(os.path.join(res, "llama-4g.tsv")) else []
     tried = ", ".join(f"-ngl {t[0]}: {t[1] or '?'} MiB" for t in tries)
     if fit:
-        p = os.path.join(res, f"llama-4g-ngl{fit}.jsonl")
-        tg = None
-        for line in open(p) if os.path.exists(p) else []:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("n_gen") == 32 and r.get("n_prompt") == 0:
-                tg = r
-        cell = f"tg32 {tg['avg_ts']:.2f} ± {tg['stddev_ts']:.2f} tok/s" if tg else "no tg32 result"
-        ratio = f"; INT4 at 4 GiB x{r4['tokens_per_s'] / tg['avg_ts']:.2f}" if tg and r4 else ""
+        tg = llama("Q4_K_M", "tg", 32, f"llama-4g-ngl{fit}.jsonl")
+        cell = f"tg32 {tg[0]:.2f} ± {tg[1]:.2f} tok/s" if tg else "no tg32 result"
+        ratio = f"; INT4 at 4 GiB x{r4['tokens_per_s'] / tg[0]:.2f}" if tg and r4 else ""
         print(f"- llama.cpp Q4_K_M split by layers at the same memory: -ngl {fit} on the GPU, the rest on "
               f"the CPU, {cell}, peak VRAM {peak_cell('llama-4g-ngl' + fit)}{ratio} (tries: {tried})")
     else:
