@@ -122,8 +122,14 @@ bench() {
   # Without a doctor record the backend measures them in about a second: the H200 run of 2026-12-06
   # then streamed 15 layers and computed 1 on the CPU (22.2 tok/s), the H100's of 2026-12-05 8 and 8
   # (44.1 tok/s). The doctor's record, measured with a quiet CPU, is what a user's plan reads.
+  # The doctor's host rates and the CPU layers' speed need a quiet host: llama.cpp's build beside
+  # them (2026-12-06, H100) had the doctor read host memory at 48.5 GB/s against 213 quiet.
+  while { build_running || gguf_running; } && [ "$(left)" -gt 150 ]; do sleep 3; done
+  { build_running || gguf_running; } && say "WARNING: llama.cpp's build or GGUF conversion still runs: the doctor and the 4 GiB run measure a busy host"
   run_step "thintensor doctor (host and PCIe rates for the 4 GiB plan)" timeout "$(cap 150)" \
     sh -c "'$TT' doctor --device 0 --cache-test-mib 0 --python-timeout 60 --json >'$res/doctor.json' 2>'$res/doctor.err'"
+  run_step "thintensor plan int4 at --vram-budget 4GiB (its VRAM lines)" timeout "$(cap 30)" \
+    sh -c "'$TT' plan '$work/int4.thin' --profile max-max-perf --vram-budget 4GiB --context 33 >'$res/plan-int4-4g.txt' 2>&1"
   vram_start tt-int4-4g
   run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
     sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"

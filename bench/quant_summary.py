@@ -133,6 +133,16 @@ if fit is not None:
     else:
         print(f"- llama.cpp Q4_K_M split by layers: no -ngl fitted the limit (tries: {tried or 'none'})")
 
+# Measurements that ran beside llama.cpp's build or GGUF conversion (vram.sh's note_concurrency):
+# those jobs take the host's cores and memory, so the CPU layers' speed there is not the quiet host's.
+try:
+    busy = [l.split("\t") for l in open(os.path.join(res, "concurrency.tsv")).read().splitlines()]
+except OSError:
+    busy = []
+for b in busy:
+    if len(b) > 1:
+        print(f"- WARNING: {b[0]} ran beside llama.cpp's {' and '.join(b[1:])} (background jobs on the same host)")
+
 print("\nQuality against the bf16 logits (ThinTensor: transformers' bf16 logits of a 512-token prompt, "
       "`validate --key logits_bf16`; llama.cpp: its own bf16 GGUF's logits over 4 x 512 tokens of text, "
       "`llama-perplexity --kl-divergence`)\n")

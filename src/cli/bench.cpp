@@ -15,6 +15,7 @@
 #include "runtime/sampler.h"
 
 #ifdef THINTENSOR_HAVE_CUDA
+#include "backends/cuda/cuda_plan.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/measure.h"
 #endif
@@ -135,6 +136,32 @@ int run(Opts o) {
     const std::string device = asked.empty() ? default_device() : asked;
     o.model.device = device;
     o.model.gpus.clear();  // now in --device
+    // Ceilings, measured on this device unless given, before the model is loaded: their buffers
+    // beside the model (the device copy's two of 1 GiB, the PCIe copy's 512 MiB) would lift the
+    // process's peak (nvidia-smi) above a --vram-budget the run itself keeps. The PCIe rate is
+    // reported only when the plan streams, which is known after the load.
+    double bw = o.bandwidth_gbs, peak = o.gemm_tflops, h2d_before = 0;
+#ifdef THINTENSOR_HAVE_CUDA
+    if (device.rfind("cuda", 0) == 0) {
+        const int idx = device.size() > 5 ? std::stoi(device.substr(5)) : 0;
+        cuda::process_context_bytes(idx);  // read before the measurements load cuBLAS: the plan `plan` prints
+        if (bw <= 0) bw = cuda::measure_d2d_gbs(idx);
+        if (peak <= 0) peak = cuda::measure_gemm_tflops(idx);
+        h2d_before = cuda::measure_h2d_gbs(idx, true);
+    }
+#endif
+    if ((device == "cpu" || device == "host") && bw <= 0) {
+        // Host memory: a large memcpy, bytes read plus written.
+        const size_t n = size_t(256) << 20;
+        std::vector<uint8_t> a(n, 1), b(n, 2);
+        double best = 1e30;
+        for (int r = 0; r < 3; ++r) {
+            const auto t0 = Clock::now();
+            std::memcpy(b.data(), a.data(), n);
+            best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        bw = 2.0 * double(n) / best / 1e9;
+    }
     const uint64_t free_before = free_vram(device);
 
     const auto t_load = Clock::now();
@@ -150,28 +177,6 @@ int run(Opts o) {
     m.create_backend(o.model, need);
     const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
     uint64_t free_min = free_vram(device);
-
-    // Ceilings, measured now on this device unless given.
-    double bw = o.bandwidth_gbs, peak = o.gemm_tflops;
-#ifdef THINTENSOR_HAVE_CUDA
-    if (device.rfind("cuda", 0) == 0) {
-        const int idx = device.size() > 5 ? std::stoi(device.substr(5)) : 0;
-        if (bw <= 0) bw = cuda::measure_d2d_gbs(idx);
-        if (peak <= 0) peak = cuda::measure_gemm_tflops(idx);
-    }
-#endif
-    if ((device == "cpu" || device == "host") && bw <= 0) {
-        // Host memory: a large memcpy, bytes read plus written.
-        const size_t n = size_t(256) << 20;
-        std::vector<uint8_t> a(n, 1), b(n, 2);
-        double best = 1e30;
-        for (int r = 0; r < 3; ++r) {
-            const auto t0 = Clock::now();
-            std::memcpy(b.data(), a.data(), n);
-            best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-        }
-        bw = 2.0 * double(n) / best / 1e9;
-    }
 
     const ModelSpec& s = m.spec;
     uint64_t weight_bytes = 0, embd_bytes = 0, expert_bytes = 0, ple_bytes = 0;
@@ -222,13 +227,10 @@ int run(Opts o) {
         return b;
     };
     const uint64_t n_params = s.n_params();
-    // Streaming: the PCIe ceiling, measured now like the others.
+    // Streaming: the PCIe ceiling, measured before the load with the others.
     const StreamStats st0 = m.backend->stream_stats();
     const bool ring = st0.streaming && st0.expert_slots == 0;  // layers streamed through the ring (not the expert cache)
-    double h2d = 0;
-#ifdef THINTENSOR_HAVE_CUDA
-    if (st0.streaming) h2d = cuda::measure_h2d_gbs(device.size() > 5 ? std::stoi(device.substr(5)) : 0, true);
-#endif
+    const double h2d = st0.streaming ? h2d_before : 0;
 
     std::mt19937 rng(42);
     std::uniform_int_distribution<int32_t> tok(0, s.vocab_size - 1);

@@ -381,7 +381,8 @@ Plan make_plan(const PlanInput& in) {
     std::vector<MemLine> fixed_lines = fixed_vram_lines(s, in.weights, in.context, in.n_sequences, in.kv_cache);
     // note: budgets are what nvidia-smi shows for the process; an automatic one (the VRAM free once
     // this process's context exists) is conservative by this line.
-    fixed_lines.push_back({"CUDA context and kernel images (counted by nvidia-smi)", k_cuda_context});
+    fixed_lines.push_back(in.context_bytes ? MemLine{"CUDA context, kernel images, cuBLAS (this process in nvidia-smi, by NVML)", in.context_bytes}
+                                           : MemLine{"CUDA context and kernel images (assumed; counted by nvidia-smi)", k_cuda_context});
     if (in.dequant_scratch) fixed_lines.push_back({"dequantization scratch (prefill)", in.dequant_scratch});
     if (in.quant_head_copy) fixed_lines.push_back({"INT8 copy of the tied head", in.quant_head_copy});
     uint64_t fixed = 0;

@@ -88,18 +88,26 @@ struct PlanInput {
     // The scheme the body's weights run in (stored, or the profile's at load): layers on the CPU
     // read them at bw.cpu_gemv_gbs, which should be measured on the same rows (bw.cpu_gemv_weights).
     QuantScheme weights_quant = QuantScheme::none;
+    // What nvidia-smi counts for this process beside its allocations (the CUDA context, kernel
+    // images, cuBLAS's handle): measured through NVML when the GPU is there (device_plan_input),
+    // else 0 for the assumed k_cuda_context.
+    uint64_t context_bytes = 0;
     Bandwidths bw;
 };
 
 // Fixed costs the planner budgets beside the backend's own buffers (runtime/device_buffers.h): what
 // cuBLAS, the CUDA graph and the allocator take on their own, and the margins left free.
 inline constexpr uint64_t k_vram_margin = uint64_t(512) << 20;      // auto budget: free VRAM minus this
-inline constexpr uint64_t k_alloc_slack = uint64_t(256) << 20;      // allocator rounding, CUDA graph, events
+// Allocator rounding, the CUDA graph, events and kernel images loaded after the plan: on an H100
+// (2026-12-06, INT4 8B at --vram-budget 4GiB, decoding) the process's allocations came within
+// 10 MiB of the plan's other lines, where 256 MiB had been set aside.
+inline constexpr uint64_t k_alloc_slack = uint64_t(128) << 20;
 inline constexpr uint64_t k_cublas_workspace = uint64_t(64) << 20;  // cuBLAS's own workspace (≤ 32 MiB on Hopper, ×2)
 inline constexpr uint64_t k_ram_margin = uint64_t(2) << 30;         // auto RAM budget: available minus this
 // What nvidia-smi counts for a process beside its allocations: the CUDA context, the kernel images
-// and cuBLAS's handle (about 720 MiB measured on the H200 with CUDA 13, 2026-12-01). An explicit
-// --vram-budget is held to nvidia-smi's figure, so the plan spends this much of it on them.
+// and cuBLAS's handle (about 720 MiB measured on the H200 with CUDA 13, 2026-12-01; 527 MiB on an
+// H100, 2026-12-06). An explicit --vram-budget is held to nvidia-smi's figure, so the plan spends
+// this much of it on them when NVML cannot say (PlanInput::context_bytes).
 inline constexpr uint64_t k_cuda_context = uint64_t(768) << 20;
 // Prefill dequantizes a quantized matrix into bf16 rows for cuBLAS through a scratch of this size
 // (larger matrices in row slices of it): 64 MiB keeps the GEMMs' row count in the thousands.

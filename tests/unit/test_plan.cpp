@@ -28,9 +28,9 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 //   activations        (256 + 2*256 + 2*128 + 512 + 512 + 1000) * 4
 //                      + partials 4 heads * 256 splits * 68 * 4
 //                      + arrivals 2 * 4 + io 16                               =    290,744
-//   cuBLAS 64 MiB + slack 256 MiB                                             = 335,544,320
-//   total                                                                     = 336,461,912
-constexpr uint64_t k_fixed = 336461912 + k_cuda_context;  // the fixed lines, and the CUDA context every plan counts
+//   cuBLAS 64 MiB + slack 128 MiB                                             = 201,326,592
+//   total                                                                     = 202,244,184
+constexpr uint64_t k_fixed = 202244184 + k_cuda_context;  // the fixed lines, and the CUDA context every plan counts
 
 PlanInput small_input() { return test::small_plan_input(4); }
 
@@ -203,6 +203,28 @@ TEST(Plan, StreamsTheLastLayersWithTheHeadResident) {
     EXPECT_NE(p.summary().find("1 of 4 layers resident (embedding in host memory), 3 blocks streamed (3 from registered host memory)"),
               std::string::npos)
         << p.summary();
+}
+
+// The context's line is what NVML measured for the process when the backend says (context_bytes),
+// else the assumed k_cuda_context: at the same budget a smaller measured context keeps more
+// layers resident.
+TEST(Plan, MeasuredContextReplacesTheAssumedOne) {
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;  // the assumed context: 1 layer resident (above)
+    EXPECT_EQ(make_plan(in).n_resident_layers, 1);
+    in.context_bytes = k_cuda_context - MiB;  // 1 MiB less: no ring, every layer resident (the embedding stays in host memory)
+    const Plan p = make_plan(in);
+    EXPECT_EQ(p.n_resident_layers, 4);
+    EXPECT_FALSE(p.streaming());
+    EXPECT_TRUE(p.embed_host_mapped);
+    EXPECT_EQ(p.vram_used, k_fixed - MiB + 6 * MiB);
+    auto line = [&](const std::string& what) {
+        for (const auto& l : p.vram)
+            if (l.what.find(what) != std::string::npos) return l.bytes;
+        return uint64_t(0);
+    };
+    EXPECT_EQ(line("this process in nvidia-smi, by NVML"), k_cuda_context - MiB) << p.table();
+    EXPECT_EQ(line("assumed"), 0u) << p.table();
 }
 
 TEST(Plan, TooSmallBudgetNamesTheMinimum) {

@@ -480,6 +480,7 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ == DType::bf16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
     if (wdt_ == DType::f16) embed_scale_ = f16_to_f32(f32_to_f16(embed_scale_));
 
+    process_context_bytes(device_);  // read before cuBLAS's handle: the plan `plan` prints
     TT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TT_CUBLAS_CHECK(cublasCreate(&cublas_));
     TT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));

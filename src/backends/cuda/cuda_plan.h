@@ -20,6 +20,14 @@ Bandwidths device_bandwidths(int device, bool measure, int n_threads, QuantSchem
 // True when `bw` came from neither doctor.json nor a measurement.
 bool bandwidths_assumed(const Bandwidths& bw);
 
+// What nvidia-smi counts for this process on CUDA device `device` beside the model: its context,
+// and cuBLAS's handle and kernel images when already loaded (NVML's per-process figure), or 0 when
+// NVML cannot say (the plan then assumes k_cuda_context). Read once, at the first call, which
+// creates the context: every plan of the process counts the same bytes. So the callers that load
+// kernels or create cuBLAS before planning (bench's ceilings, the backend) call it first, and a
+// `plan` and a run of the same model agree on the minimum budget.
+uint64_t process_context_bytes(int device);
+
 // The plan input for `archive` on CUDA device `device` with `context` KV positions and the budgets
 // of `opt`; `can_register`: whether the archive's mapping can be registered with the driver.
 PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const BackendOptions& opt, int device, int context,

@@ -6,8 +6,10 @@
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <mutex>
+#include <vector>
 
 namespace tt::cuda {
 
@@ -18,6 +20,13 @@ constexpr int k_nvml_success = 0;
 constexpr int k_nvml_temperature_gpu = 0;  // NVML_TEMPERATURE_GPU
 constexpr int k_nvml_clock_sm = 1;         // NVML_CLOCK_SM
 constexpr int k_nvml_clock_mem = 2;        // NVML_CLOCK_MEM
+constexpr int k_nvml_insufficient_size = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+// nvmlProcessInfo_v1_t, the layout of the unversioned nvmlDeviceGetComputeRunningProcesses (later
+// versions append fields, and their struct changed size between driver releases).
+struct NvmlProcess {
+    unsigned pid;
+    unsigned long long used;  // bytes; ~0ull when the driver cannot say
+};
 
 struct Nvml {
     void* lib = nullptr;
@@ -40,6 +49,7 @@ struct Nvml {
     int (*power_limit)(nvml_device_t, unsigned*) = nullptr;
     int (*max_clock)(nvml_device_t, int, unsigned*) = nullptr;
     int (*ecc_mode)(nvml_device_t, int*, int*) = nullptr;
+    int (*processes)(nvml_device_t, unsigned*, NvmlProcess*) = nullptr;
 
     template <typename F>
     void bind(F& f, const char* sym) {
@@ -75,6 +85,7 @@ struct Nvml {
         bind(power_limit, "nvmlDeviceGetEnforcedPowerLimit");
         bind(max_clock, "nvmlDeviceGetMaxClockInfo");
         bind(ecc_mode, "nvmlDeviceGetEccMode");
+        bind(processes, "nvmlDeviceGetComputeRunningProcesses");
         if (!init || !shutdown || !by_pci) {
             why = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetHandleByPciBusId_v2 (driver too old?)";
             return;
@@ -93,9 +104,33 @@ struct Nvml {
 };
 
 Nvml& nvml() {
-    // note: a function-local static, so the library is loaded on first use and only by the doctor.
+    // note: a function-local static, so the library is loaded on first use: by the doctor, and by
+    // a plan on the GPU (nvml_process_memory).
     static Nvml n;
     return n;
+}
+
+// NVML's handle of CUDA device `device`, matched through its PCI bus id (NVML numbers devices its
+// own way, and CUDA_VISIBLE_DEVICES renumbers CUDA's); nullptr with `why` set when there is none.
+nvml_device_t handle_of(int device, std::string& bus_id, std::string& why) {
+    Nvml& n = nvml();
+    char bus[64] = {};
+    if (const cudaError_t e = cudaDeviceGetPCIBusId(bus, sizeof bus, device); e != cudaSuccess) {
+        why = std::string("cudaDeviceGetPCIBusId failed: ") + cudaGetErrorString(e);
+        cudaGetLastError();
+        return nullptr;
+    }
+    bus_id = bus;
+    if (!n.ok) {
+        why = n.why;
+        return nullptr;
+    }
+    nvml_device_t h = nullptr;
+    if (const int rc = n.by_pci(bus, &h); rc != k_nvml_success) {
+        why = "NVML has no device at PCI bus " + bus_id + ": " + n.err(rc);
+        return nullptr;
+    }
+    return h;
 }
 
 int query(int (*f)(nvml_device_t, unsigned*), nvml_device_t d) {
@@ -121,23 +156,8 @@ NvmlSystem nvml_system() {
 NvmlDevice nvml_device(int device) {
     Nvml& n = nvml();
     NvmlDevice d;
-    char bus[64] = {};
-    if (const cudaError_t e = cudaDeviceGetPCIBusId(bus, sizeof bus, device); e != cudaSuccess) {
-        d.why = std::string("cudaDeviceGetPCIBusId failed: ") + cudaGetErrorString(e);
-        cudaGetLastError();
-        return d;
-    }
-    d.pci_bus_id = bus;
-    const std::string& pci_bus_id = d.pci_bus_id;
-    if (!n.ok) {
-        d.why = n.why;
-        return d;
-    }
-    nvml_device_t h = nullptr;
-    if (const int rc = n.by_pci(pci_bus_id.c_str(), &h); rc != k_nvml_success) {
-        d.why = "NVML has no device at PCI bus " + pci_bus_id + ": " + n.err(rc);
-        return d;
-    }
+    const nvml_device_t h = handle_of(device, d.pci_bus_id, d.why);
+    if (!h) return d;
     d.found = true;
     char buf[96] = {};
     if (n.name && n.name(h, buf, sizeof buf) == k_nvml_success) d.name = buf;
@@ -156,6 +176,32 @@ NvmlDevice nvml_device(int device) {
     int cur = 0, pending = 0;
     if (n.ecc_mode && n.ecc_mode(h, &cur, &pending) == k_nvml_success) d.ecc_enabled = cur ? 1 : 0;
     return d;
+}
+
+int64_t nvml_process_memory(int device, std::string* why) {
+    std::string bus, reason;
+    auto fail = [&](std::string r) -> int64_t {
+        if (why) *why = std::move(r);
+        return -1;
+    };
+    const nvml_device_t h = handle_of(device, bus, reason);
+    if (!h) return fail(reason);
+    Nvml& n = nvml();
+    if (!n.processes) return fail("libnvidia-ml.so.1 lacks nvmlDeviceGetComputeRunningProcesses");
+    std::vector<NvmlProcess> list(64);
+    unsigned count = unsigned(list.size());
+    int rc = n.processes(h, &count, list.data());
+    if (rc == k_nvml_insufficient_size) {  // count now holds the number listed
+        list.resize(size_t(count) + 16);
+        count = unsigned(list.size());
+        rc = n.processes(h, &count, list.data());
+    }
+    if (rc != k_nvml_success) return fail("nvmlDeviceGetComputeRunningProcesses: " + n.err(rc));
+    const unsigned me = unsigned(getpid());
+    for (unsigned i = 0; i < count && i < list.size(); ++i)
+        if (list[i].pid == me)
+            return list[i].used == ~0ull ? fail("NVML lists this process without its memory") : int64_t(list[i].used);
+    return fail("NVML does not list this process on the GPU at " + bus);
 }
 
 }  // namespace tt::cuda

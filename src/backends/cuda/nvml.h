@@ -4,6 +4,7 @@
 // answers "unavailable" with the reason. Host-only header.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace tt::cuda {
@@ -33,5 +34,9 @@ NvmlSystem nvml_system();
 // The NVML view of CUDA device `device`, matched through its PCI bus id: NVML numbers devices its
 // own way, and CUDA_VISIBLE_DEVICES renumbers CUDA's.
 NvmlDevice nvml_device(int device);
+// The device memory nvidia-smi counts for this process on CUDA device `device` (its context, the
+// kernel images loaded, its allocations), or -1 with `why` set when NVML cannot say (no NVML, or
+// the process not listed, e.g. from a PID namespace NVML does not see into).
+int64_t nvml_process_memory(int device, std::string* why = nullptr);
 
 }  // namespace tt::cuda
