@@ -72,6 +72,7 @@ wait_quiet() {
 }
 
 source "$repo/bench/lib/vram.sh"  # vram_start / vram_stop / peak_of: $res/vram.tsv
+source "$repo/bench/lib/ngl.sh"  # llama.cpp's -ngl search: ngl_limits, ngl_first_guess, ngl_next
 
 finish() {  # finish KEEP: the summary and $OUT's files; OFF_WORK stays when KEEP=keep (for the next step)
   trap - TERM INT
@@ -193,7 +194,7 @@ tt_run() {  # tt_run BUDGET THREADS
 }
 
 # llama.cpp at one -ngl N for a budget: both thread counts in one process (the model loads once).
-layer_mib=416; fixed_mib=1229; nmax=33  # from config.json below; N counts the output layer too
+layer_mib=416; nmax=33  # from config.json below; N counts the output layer too
 declare -A l_target=() l_limit=() l_fit=() l_over=() l_next=()
 llama_try() {  # llama_try BUDGET N: runs, then sets l_next[BUDGET] to the next N to try ("" = done)
   local b=$1 n=$2 name="llama-ngl$2-$1" p next
@@ -208,27 +209,21 @@ llama_try() {  # llama_try BUDGET N: runs, then sets l_next[BUDGET] to the next 
   printf '%s\t%s\t%s\t%s\n' "$b" "$n" "${p:-}" "$rc" >>"$res/llama-tries.tsv"
   python3 "$summary" --show-llama "$res/$name.jsonl" 2>&1 | tee -a "$log"
   [ $rc -eq 0 ] && [ -n "$p" ] || { say "llama.cpp $b: -ngl $n gave rc=$rc, peak '${p:-}': no further tries"; tail -3 "$res/$name.err" | tee -a "$log"; return 1; }
+  next=$(ngl_next "$n" "$p" "${l_limit[$b]}" "$layer_mib" "$nmax" "${l_fit[$b]:-}" "${l_over[$b]:-}")
+  l_next[$b]=$next
   if [ "$p" -le "${l_limit[$b]}" ]; then
     l_fit[$b]=$n
-    # room for more layers under the limit? (not at or above an N already seen over it)
-    next=$(( n + (l_limit[$b] - p) / layer_mib ))
-    [ $next -gt $nmax ] && next=$nmax
-    [ -n "${l_over[$b]:-}" ] && [ $next -ge "${l_over[$b]}" ] && next=$(( l_over[$b] - 1 ))
-    if [ $next -gt $n ]; then
-      l_next[$b]=$next
+    if [ -n "$next" ]; then
       say "llama.cpp $b: -ngl $n peaks at $p MiB, $(( l_limit[$b] - p )) MiB under the ${l_limit[$b]} MiB limit: next try -ngl $next"
     else
       say "llama.cpp $b: -ngl $n fits ($p MiB of ${l_limit[$b]} MiB) and one more layer would not"
     fi
   else
     l_over[$b]=$n
-    # over by more than 2%: one layer lower per 416 MiB over (one, unless the estimate was far off)
-    next=$(( n - (p - l_limit[$b] + layer_mib - 1) / layer_mib ))
-    if [ -n "${l_fit[$b]:-}" ] && [ $next -le "${l_fit[$b]}" ]; then
-      say "llama.cpp $b: -ngl $n peaks at $p MiB, over the ${l_limit[$b]} MiB limit; -ngl ${l_fit[$b]} fitted: keep it"
-    elif [ $next -ge 0 ]; then
-      l_next[$b]=$next
+    if [ -n "$next" ]; then
       say "llama.cpp $b: RETRY: -ngl $n peaks at $p MiB, over the ${l_limit[$b]} MiB limit (target + 2%): next try -ngl $next"
+    elif [ -n "${l_fit[$b]:-}" ]; then
+      say "llama.cpp $b: -ngl $n peaks at $p MiB, over the ${l_limit[$b]} MiB limit; -ngl ${l_fit[$b]} fitted: keep it"
     fi
   fi
 }
@@ -276,8 +271,8 @@ PY
     [ $can_llama = 1 ] || continue
     bmib=$(( ${b%GiB} * 1024 )); tp=0
     for t in "${threads[@]}"; do p=$(peak_of "tt-$b-t$t"); [ -n "$p" ] && [ "$p" -gt "$tp" ] && tp=$p; done
-    l_target[$b]=$(( tp > bmib ? tp : bmib )); l_limit[$b]=$(( l_target[$b] * 102 / 100 ))
-    g=$(( (l_target[$b] - fixed_mib) / layer_mib )); g=$(( g < 0 ? 0 : g > nmax ? nmax : g ))
+    read -r l_target[$b] l_limit[$b] <<<"$(ngl_limits "$bmib" "$tp")"
+    g=$(ngl_first_guess "${l_target[$b]}" "$layer_mib" "$nmax")
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$b" "$bmib" "$tp" "${l_target[$b]}" "${l_limit[$b]}" "$g" >>"$res/llama-search.tsv"
     say "llama.cpp $b: target peak ${l_target[$b]} MiB (budget $bmib, ThinTensor ${tp:-?}), limit ${l_limit[$b]} MiB; first guess -ngl $g"
     enough 100 "llama-bench $b -ngl $g" && llama_try "$b" "$g"

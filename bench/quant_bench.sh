@@ -42,6 +42,7 @@ source "$repo/tests/gpu/libs.sh"
 t_start=$(date +%s)
 source "$repo/bench/lib/steps.sh"
 source "$repo/bench/lib/vram.sh"  # each measured process's peak VRAM as nvidia-smi shows it: $res/vram.tsv
+source "$repo/bench/lib/ngl.sh"  # llama.cpp's -ngl search at 4 GiB
 
 setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
@@ -65,16 +66,16 @@ setup() {
 
 # llama.cpp's Q4_K_M at the same memory as ThinTensor's INT4 at --vram-budget 4GiB: the largest
 # -ngl whose peak (nvidia-smi) stays within 2% of the larger of 4 GiB and ThinTensor's own peak
-# there, the rest of the layers on the CPU's 16 cores (llama.cpp's split by layers). The first
-# guess takes the GGUF's bytes as 34 equal parts (32 layers; the output layer and the embedding about
-# a part each) over ~1.2 GiB of the rest (CUDA context, KV, compute buffers); each try's measured
-# peak corrects it, three tries at most. Results: llama-4g-ngl<N>.jsonl, llama-4g.tsv.
+# there, the rest of the layers on the CPU's 16 cores (llama.cpp's split by layers). A layer is
+# taken as the GGUF's bytes over 34 (32 layers; the output layer and the embedding about a part
+# each); bench/lib/ngl.sh makes the first guess and corrects it by each try's measured peak, three
+# tries at most. Results: llama-4g-ngl<N>.jsonl, llama-4g.tsv.
 llama_4g() {
   local tp target limit part n p tries=0 fit="" over=""
   tp=$(peak_of tt-int4-4g); tp=${tp:-0}
-  target=$(( tp > 4096 ? tp : 4096 )); limit=$(( target * 102 / 100 ))
+  read -r target limit <<<"$(ngl_limits 4096 "$tp")"
   part=$(( $(stat -c %s "$work/m-Q4_K_M.gguf") / 34 / 1048576 ))
-  n=$(( (target - 1229) / part )); [ $n -gt 33 ] && n=33; [ $n -lt 0 ] && n=0
+  n=$(ngl_first_guess "$target" "$part" 33)
   say "llama.cpp Q4_K_M at 4 GiB: target peak $target MiB (ThinTensor's $tp MiB), limit $limit MiB, a layer ~$part MiB: first try -ngl $n"
   printf 'ngl\tpeak_mib\tlimit_mib\trc\n' >"$res/llama-4g.tsv"
   while [ $tries -lt 3 ] && [ -n "$n" ] && enough 60 "llama-bench Q4_K_M -ngl $n"; do
@@ -86,14 +87,10 @@ llama_4g() {
     vram_stop; p=$last_peak_mib
     printf '%s\t%s\t%s\t%s\n' "$n" "${p:-}" "$limit" "$rc" >>"$res/llama-4g.tsv"
     [ $rc -eq 0 ] && [ -n "$p" ] || { say "llama.cpp -ngl $n: rc=$rc, peak '${p:-}': search stopped"; break; }
-    if [ "$p" -le "$limit" ]; then
-      fit=$n; local next=$(( n + (limit - p) / part ))
-      [ $next -gt 33 ] && next=33; [ -n "$over" ] && [ $next -ge "$over" ] && next=$(( over - 1 ))
-      [ $next -gt $n ] && n=$next || n=""
-    else
-      over=$n; n=$(( n - (p - limit + part - 1) / part ))
-      { [ -n "$fit" ] && [ $n -le "$fit" ]; } || [ $n -lt 0 ] && n=""
-    fi
+    local next
+    next=$(ngl_next "$n" "$p" "$limit" "$part" 33 "$fit" "$over")
+    if [ "$p" -le "$limit" ]; then fit=$n; else over=$n; fi
+    n=$next
   done
   say "llama.cpp Q4_K_M at 4 GiB: -ngl ${fit:-none} fits"
   echo "${fit:-}" >"$res/llama-4g-fit.txt"
