@@ -74,14 +74,14 @@ setup() {
   : >"$res/gguf-convert.log"
   setsid nohup bash -c "cd '$lldir/lltrim' && PYTHONPATH='$lldir/lltrim/gguf-py' python3 convert_hf_to_gguf.py '$gsrc' --outtype bf16 $gflags --outfile '$gguf'; echo GGUF_RC=\$?" \
     >>"$res/gguf-convert.log" 2>&1 </dev/null &
-  while { build_running || gguf_running; } && [ "$(left)" -gt 25 ]; do sleep 3; done
+  wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 25 ))
   say "setup done: build $(grep -o 'BUILD_RC=[0-9]*' "$lldir/build.log" 2>/dev/null || echo running), GGUF $(grep -o 'GGUF_RC=[0-9]*' "$res/gguf-convert.log" || echo running)"
   tail -3 "$res/gguf-convert.log" >>"$log"
 }
 
 bench() {
   [ -f "$arc" ] || { say "no archive in $work: run STEPS=setup first (on the same warm machine)"; return 1; }
-  while { build_running || gguf_running; } && [ "$(left)" -gt 400 ]; do sleep 3; done
+  wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 400 ))
   { build_ok && gguf_ok; } || say "llama.cpp will not be measured: build $(grep -o 'BUILD_RC=[0-9]*' "$lldir/build.log" 2>/dev/null || echo 'not done'), GGUF $(grep -o 'GGUF_RC=[0-9]*' "$res/gguf-convert.log" 2>/dev/null || echo 'not done')"
   run_step "doctor (the GPU's measured ceilings, for the rooflines)" timeout "$(cap 90)" sh -c "'$TT' doctor --device 0 --cache-test-mib 0 --python-timeout 30 --json >'$res/doctor.json'"
   run_step "transformers speed (bf16, sdpa, eager generate)" \

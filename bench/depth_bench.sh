@@ -52,7 +52,7 @@ setup() {
 
 bench() {
   [ -f "$work/bf16.thin" ] || { say "no archive in $work: run STEPS=setup first (on this machine)"; return 1; }
-  while { build_running || gguf_running; } && [ "$(left)" -gt 240 ]; do sleep 3; done
+  wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 240 ))
   # llama.cpp first: with the deadline near, a second ThinTensor binary (an A/B) is what is left out.
   if [ "${LLAMA:-1}" != 0 ]; then
     if build_ok && gguf_ok; then

@@ -61,15 +61,6 @@ t_start=$(date +%s)
 source "$repo/bench/lib/steps.sh"
 # record NAME COMMAND: the command line behind a result file, quoted in the summary.
 record() { printf '%s\t%s\t%s\n' "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$2" >>"$res/commands.tsv"; }
-# Background jobs, both in their own session (they outlive the setup call if they must): the
-# llama.cpp build and the GGUF conversion, each done when its log has its RC line.
-# wait_quiet WHAT SECONDS: waits (at most SECONDS) for the build and the conversion to end.
-wait_quiet() {
-  local until=$(( $(elapsed) + $2 ))
-  if build_running || gguf_running; then say "waiting up to $2 s for $1: build $(build_running && echo running || echo 'done'), GGUF $(gguf_running && echo running || echo 'done')"; fi
-  while { build_running || gguf_running; } && [ "$(elapsed)" -lt "$until" ]; do sleep 2; done
-  ! build_running && ! gguf_running
-}
 
 source "$repo/bench/lib/vram.sh"  # vram_start / vram_stop / peak_of: $res/vram.tsv
 source "$repo/bench/lib/ngl.sh"  # llama.cpp's -ngl search: ngl_limits, ngl_first_guess, ngl_next

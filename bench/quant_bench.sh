@@ -52,7 +52,7 @@ setup() {
     run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
   done
   ls -l "$work"/*.thin >>"$log"
-  while { build_running || gguf_running; } && [ "$(left)" -gt 150 ]; do sleep 3; done
+  wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 150 ))
   if [ "${LLAMA:-1}" = 0 ]; then :
   elif build_ok && gguf_ok; then
     for t in $ll_types; do
@@ -121,8 +121,8 @@ bench() {
   # (44.1 tok/s). The doctor's record, measured with a quiet CPU, is what a user's plan reads.
   # The doctor's host rates and the CPU layers' speed need a quiet host: llama.cpp's build beside
   # them (2026-12-06, H100) had the doctor read host memory at 48.5 GB/s against 213 quiet.
-  while { build_running || gguf_running; } && [ "$(left)" -gt 150 ]; do sleep 3; done
-  { build_running || gguf_running; } && say "WARNING: llama.cpp's build or GGUF conversion still runs: the doctor and the 4 GiB run measure a busy host"
+  wait_quiet "the llama.cpp build and the GGUF conversion (the doctor needs a quiet host)" $(( $(left) - 150 )) \
+    || say "WARNING: llama.cpp's build or GGUF conversion still runs: the doctor and the 4 GiB run measure a busy host"
   run_step "thintensor doctor (host and PCIe rates for the 4 GiB plan)" timeout "$(cap 150)" \
     sh -c "'$TT' doctor --device 0 --cache-test-mib 0 --python-timeout 60 --json >'$res/doctor.json' 2>'$res/doctor.err'"
   run_step "thintensor plan int4 at --vram-budget 4GiB (its VRAM lines)" timeout "$(cap 30)" \

@@ -36,6 +36,14 @@ build_running() { [ -f "$lldir/build.log" ] && ! grep -q '^BUILD_RC=' "$lldir/bu
 gguf_running() { [ -f "$res/gguf-convert.log" ] && ! grep -q '^GGUF_RC=' "$res/gguf-convert.log"; }
 build_ok() { grep -q '^BUILD_RC=0' "$lldir/build.log" 2>/dev/null && [ -x "$lldir/lltrim/build/bin/llama-bench" ]; }
 gguf_ok() { grep -q '^GGUF_RC=0' "$res/gguf-convert.log" 2>/dev/null && [ -s "$gguf" ]; }
+# wait_quiet WHAT SECONDS: waits (at most SECONDS) for the build and the conversion to end; non-zero
+# when one still runs.
+wait_quiet() {
+  local until=$(( $(elapsed) + $2 ))
+  if build_running || gguf_running; then say "waiting up to $2 s for $1: build $(build_running && echo running || echo 'done'), GGUF $(gguf_running && echo running || echo 'done')"; fi
+  while { build_running || gguf_running; } && [ "$(elapsed)" -lt "$until" ]; do sleep 2; done
+  ! build_running && ! gguf_running
+}
 # note_concurrency NAME: which of those jobs ran while measurement NAME ran ($res/concurrency.tsv).
 note_concurrency() {
   local c=""
