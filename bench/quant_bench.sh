@@ -20,7 +20,9 @@
 # nvidia-smi's samples).
 # LLAMA=0 leaves llama.cpp out (ThinTensor's figures only, when the device time is short);
 # TT_QUANTS (default "int8 int4") and LL_TYPES (default "Q8_0 Q4_K_M") narrow the run, e.g. to
-# INT4 and Q4_K_M with the 4 GiB split when a call's time is short.
+# INT4 and Q4_K_M with the 4 GiB split when a call's time is short. INT4_GROUPS (e.g. "64 128";
+# default none) adds INT4 archives of those group sizes, converted from the same checkpoint, and
+# their tg128 beside the default's (docs/QUANTIZATION.md chooses the group size by quality and speed).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -31,7 +33,7 @@ work=${BENCH_WORK:-/dev/shm/q19}
 case "$work" in /|/dev/shm|/tmp|"$HOME"|"") echo "BENCH_WORK=$work: give a folder of its own (it is emptied)"; exit 2;; esac
 res=$work/results
 steps=" ${STEPS:-setup bench} "
-tt_quants=${TT_QUANTS:-int8 int4}; ll_types=${LL_TYPES:-Q8_0 Q4_K_M}
+tt_quants=${TT_QUANTS:-int8 int4}; ll_types=${LL_TYPES:-Q8_0 Q4_K_M}; int4_groups=${INT4_GROUPS:-}
 export THINTENSOR_HOME="$work/home"
 TT=$carry/bin/thintensor
 ck=$work/hf; lldir=$work/llama; gguf=$work/m-bf16.gguf
@@ -50,6 +52,9 @@ setup() {
   llama3_8b_setup || return 1
   for q in $tt_quants; do
     run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
+  done
+  for g in $int4_groups; do
+    run_step "convert --dtype bf16 --quant int4 --group-size $g" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant int4 --group-size $g: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/int4-g$g.thin' --dtype bf16 --quant int4 --group-size $g"
   done
   ls -l "$work"/*.thin >>"$log"
   wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 150 ))
@@ -113,6 +118,13 @@ bench() {
     vram_start tt-$a
     run_step "thintensor bench $a (tg128, pp2048)" timeout "$(cap 90)" \
       sh -c "'$TT' bench '$work/$a.thin' --device cuda --profile $p --prompt-lengths 2048 --gen-tokens 128 --reps 3 --json >'$res/bench-$a.json'"
+    vram_stop
+  done
+  for g in $int4_groups; do  # decode only: the group size changes the bytes a token, not prefill's GEMMs
+    [ -f "$work/int4-g$g.thin" ] || { say "no INT4 archive in groups of $g: skipped"; continue; }
+    vram_start tt-int4-g$g
+    run_step "thintensor bench int4, groups of $g (tg128)" timeout "$(cap 60)" \
+      sh -c "'$TT' bench '$work/int4-g$g.thin' --device cuda --profile max-max-perf --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >'$res/bench-int4-g$g.json'"
     vram_stop
   done
   # The 4 GiB plan splits the layers it cannot hold between PCIe and the CPU by the host's rates.
