@@ -50,12 +50,13 @@ setup() {
   rm -rf "$work"; mkdir -p "$res" "$THINTENSOR_HOME"
   run_header
   llama3_8b_setup || return 1
-  for q in $tt_quants; do
-    run_step "convert --dtype bf16 --quant $q" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant $q: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$q.thin' --dtype bf16 --quant $q"
-  done
-  for g in $int4_groups; do
-    run_step "convert --dtype bf16 --quant int4 --group-size $g" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert --quant int4 --group-size $g: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/int4-g$g.thin' --dtype bf16 --quant int4 --group-size $g"
-  done
+  # convert_q NAME ARGS: the checkpoint into $work/NAME.thin with --dtype bf16 ARGS, timed.
+  convert_q() {
+    local name=$1; shift
+    run_step "convert --dtype bf16 $*" timeout "$(cap 120)" sh -c "/usr/bin/time -f 'convert $*: wall %e s, max RSS %M KiB' '$TT' -q convert '$ck' -o '$work/$name.thin' --dtype bf16 $*"
+  }
+  for q in $tt_quants; do convert_q "$q" --quant "$q"; done
+  for g in $int4_groups; do convert_q "int4-g$g" --quant int4 --group-size "$g"; done
   ls -l "$work"/*.thin >>"$log"
   wait_quiet "the llama.cpp build and the GGUF conversion" $(( $(left) - 150 ))
   if [ "${LLAMA:-1}" = 0 ]; then :

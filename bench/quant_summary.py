@@ -79,6 +79,14 @@ def result(b, test):
 
 print("| | weights | tg128 tok/s | GB/token | % of roofline (tok/s bound) | pp2048 tok/s | peak VRAM |")
 print("|---|---|---:|---:|---:|---:|---:|")
+def tt_row(label, weights, b, tg, pp, vram_name):
+    """One ThinTensor row of the table: tg128 beside its roofline, pp2048 when measured."""
+    pp_cell = f"{pp['tokens_per_s']:.0f} ± {pp['sd']:.0f}" if pp else "–"
+    print(f"| {label} | {weights} | {tg['tokens_per_s']:.1f} ± {tg['sd']:.1f} | {tg['bytes_per_token'] / 1e9:.3f} | "
+          f"{100 * tg['gbs'] / tg['roofline_gbs']:.1f}% ({tg['roofline_tokens_per_s']:.0f}) | {pp_cell} | "
+          f"{peak_cell(vram_name, b.get('peak_vram_bytes'))} |")
+
+
 tt = {}
 for a, label in [("bf16", "ThinTensor bf16"), ("int8", "ThinTensor INT8 (max-performance)"), ("int4", "ThinTensor INT4 (max-max-perf)")]:
     b = load(f"bench-{a}.json")
@@ -87,19 +95,14 @@ for a, label in [("bf16", "ThinTensor bf16"), ("int8", "ThinTensor INT8 (max-per
     if not tg:
         print(f"| {label} | – | not measured | | | | |")
         continue
-    pp_cell = f"{pp['tokens_per_s']:.0f} ± {pp['sd']:.0f}" if pp else "–"
-    print(f"| {label} | {a} | {tg['tokens_per_s']:.1f} ± {tg['sd']:.1f} | {tg['bytes_per_token'] / 1e9:.3f} | "
-          f"{100 * tg['gbs'] / tg['roofline_gbs']:.1f}% ({tg['roofline_tokens_per_s']:.0f}) | {pp_cell} | "
-          f"{peak_cell('tt-' + a, b.get('peak_vram_bytes'))} |")
+    tt_row(label, a, b, tg, pp, "tt-" + a)
 # INT4 archives of other group sizes (quant_bench.sh's INT4_GROUPS), decode only.
 groups = sorted(int(m.group(1)) for m in (re.fullmatch(r"bench-int4-g(\d+)\.json", f) for f in os.listdir(res)) if m)
 for g in groups:
     b = load(f"bench-int4-g{g}.json")
     tg = result(b, "tg128")
     if tg:
-        print(f"| ThinTensor INT4, groups of {g} | int4 | {tg['tokens_per_s']:.1f} ± {tg['sd']:.1f} | "
-              f"{tg['bytes_per_token'] / 1e9:.3f} | {100 * tg['gbs'] / tg['roofline_gbs']:.1f}% ({tg['roofline_tokens_per_s']:.0f}) | – | "
-              f"{peak_cell(f'tt-int4-g{g}', b.get('peak_vram_bytes'))} |")
+        tt_row(f"ThinTensor INT4, groups of {g}", "int4", b, tg, None, f"tt-int4-g{g}")
 for t in ["Q8_0", "Q4_K_M"]:
     tg, pp = llama(t, "tg", 128), llama(t, "pp", 2048)
     if not tg:
