@@ -77,10 +77,14 @@ SplitPlan make_split_plan(const SplitInput& in) {
         kv_total += layer_kv[size_t(il)];
     }
     // The working set every GPU keeps: the one-GPU planner's fixed lines without the KV cache and
-    // recurrent state (each GPU holds its own layers'), plus the CUDA context and the scratch.
-    uint64_t fixed = k_cuda_context + one.dequant_scratch;
-    for (const MemLine& l : fixed_vram_lines(s, one.weights, one.context, one.n_sequences, one.kv_cache)) fixed += l.bytes;
-    fixed -= kv_total;
+    // recurrent state (each GPU holds its own layers'), plus the scratch and, per GPU, its CUDA
+    // context as NVML reads it there (else the assumed one).
+    uint64_t shared_fixed = one.dequant_scratch;
+    for (const MemLine& l : fixed_vram_lines(s, one.weights, one.context, one.n_sequences, one.kv_cache)) shared_fixed += l.bytes;
+    shared_fixed -= kv_total;
+    auto fixed_of = [&](const SplitGpu& gpu) { return shared_fixed + (gpu.context_bytes ? gpu.context_bytes : k_cuda_context); };
+    uint64_t max_fixed = 0;  // the largest GPU's: what tensor parallelism needs on each
+    for (const SplitGpu& gpu : in.gpus) max_fixed = std::max(max_fixed, fixed_of(gpu));
     const uint64_t row = uint64_t(s.hidden_dim) * dtype_size(one.weights);  // one embedding row
     // The head lives on the last GPU. A tied embedding is the head, so there it is read whole, and
     // the first GPU looks its rows up in registered host memory (one row per token over PCIe) where
@@ -108,8 +112,8 @@ SplitPlan make_split_plan(const SplitInput& in) {
                                                               fmt::format("GPU {}", gpu.device), sh.budget_origin, p.warnings);
         sh.embed = g == 0;
         sh.head = g == G - 1;
-        sh.fixed = fixed;
-        cap[size_t(g)] = int64_t(sh.budget) - int64_t(fixed) - int64_t(g == 0 ? first_embed : 0) - int64_t(g == G - 1 ? head_bytes : 0);
+        sh.fixed = fixed_of(gpu);
+        cap[size_t(g)] = int64_t(sh.budget) - int64_t(sh.fixed) - int64_t(g == 0 ? first_embed : 0) - int64_t(g == G - 1 ? head_bytes : 0);
     }
     // Layers in order, each GPU taking its share in proportion to the room it has (llama.cpp's
     // default split by free memory) and never more than that room; when the proportional cut
@@ -181,7 +185,7 @@ SplitPlan make_split_plan(const SplitInput& in) {
     // layer, one for the head's argmax.
     uint64_t all_weights = embed_bytes + output_bytes + one.quant_head_copy, all_read = embed_read + output_read;
     for (int il = 0; il < s.n_layers; ++il) all_weights += layer_bytes[size_t(il)], all_read += layer_read[size_t(il)];
-    p.tp_used_per_gpu = fixed + all_weights / uint64_t(G) + kv_total / uint64_t(G);
+    p.tp_used_per_gpu = max_fixed + all_weights / uint64_t(G) + kv_total / uint64_t(G);
     p.tp_allreduce_s = double(G - 1) * in.peer_latency_s + 2.0 * double(G - 1) / G * double(p.hidden_bytes) / (in.peer_gbs * 1e9);
     if (p.tp_why.empty() && p.tp_used_per_gpu > min_budget)
         p.tp_why = fmt::format("each GPU would need {}, more than the smallest budget, {}", format_bytes(double(p.tp_used_per_gpu)),
@@ -196,6 +200,7 @@ SplitPlan make_split_plan(const SplitInput& in) {
     PlanInput first = one;
     first.device_free = in.gpus[0].device_free;
     first.device_total = in.gpus[0].device_total;
+    first.context_bytes = in.gpus[0].context_bytes;
     if (in.gpus[0].device_gbs > 0) first.bw.device_gbs = in.gpus[0].device_gbs;
     try {
         const Plan single = make_plan(first);
@@ -210,9 +215,9 @@ SplitPlan make_split_plan(const SplitInput& in) {
     if (p.tensor_parallel_tps > best) p.best = "tensor parallel", best = p.tensor_parallel_tps;
     if (best <= 0) p.best = "none";
     if (!p.fits)
-        p.warnings.push_back(fmt::format("the layers do not fit resident across the {} GPUs: {} of {} found room (each GPU keeps {} "
+        p.warnings.push_back(fmt::format("the layers do not fit resident across the {} GPUs: {} of {} found room (a GPU keeps up to {} "
                                          "of working set besides its layers)",
-                                         G, p.layers_placed, s.n_layers, format_bytes(double(fixed))));
+                                         G, p.layers_placed, s.n_layers, format_bytes(double(max_fixed))));
     p.notes.push_back("running across several GPUs is not built yet (issue #22): these are predictions from the one-GPU "
                       "planner's calibration and the link figures; run and bench use one GPU");
     return p;

@@ -33,6 +33,10 @@ struct SplitGpu {
     uint64_t device_total = 0;  // its memory
     uint64_t device_free = 0;   // free now
     double device_gbs = 0;      // its device copy bandwidth (doctor's d2d; plan.h's default when unknown)
+    // What nvidia-smi counts for this process on it beside its allocations (the CUDA context, kernel
+    // images, cuBLAS), read through NVML as for one GPU (PlanInput::context_bytes); 0: assumed
+    // k_cuda_context (a GPU that is not here).
+    uint64_t context_bytes = 0;
 };
 
 struct SplitInput {
@@ -64,7 +68,7 @@ struct GpuShare {
     bool embed = false, head = false;    // holds the token embedding / the output head
     uint64_t weights = 0;       // resident weight bytes (4 KiB-aligned blocks)
     uint64_t kv = 0;            // its layers' KV cache and recurrent state
-    uint64_t fixed = 0;         // the working set every GPU keeps (CUDA context, workspaces, activations)
+    uint64_t fixed = 0;         // this GPU's working set (its CUDA context, workspaces, activations)
     uint64_t used = 0;          // weights + kv + fixed
     uint64_t decode_read = 0;   // bytes a decode token reads from its VRAM
     double compute_s = 0;       // its kernel time per decode token (predicted)

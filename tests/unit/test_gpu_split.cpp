@@ -89,6 +89,25 @@ TEST(GpuSplit, EqualGpusTakeHalfTheLayersEach) {
     EXPECT_EQ(p.to_json()["gpus"][1]["first_layer"], 4);
 }
 
+TEST(GpuSplit, EachGpuKeepsItsOwnContext) {
+    // GPU 0's context read as 3 MiB under the assumed one (NVML), GPU 1's not read (assumed): GPU 0
+    // has room for 9 MiB of layers, GPU 1 for 6, so the cut at 8.25 x 9 / 15 = 4.95 MiB gives GPU 0
+    // five layers. Tensor parallelism needs the larger working set on each GPU.
+    SplitInput in = two(free_for(k_gpu_fixed + 8 * MiB), free_for(k_gpu_fixed + 8 * MiB));
+    in.gpus[0].context_bytes = k_cuda_context - 3 * MiB;
+    const SplitPlan p = make_split_plan(in);
+    ASSERT_TRUE(p.fits);
+    EXPECT_EQ(p.gpus[0].fixed, k_gpu_fixed - 3 * MiB);
+    EXPECT_EQ(p.gpus[1].fixed, k_gpu_fixed);
+    EXPECT_EQ(p.gpus[0].end_layer, 5);
+    EXPECT_EQ(p.gpus[1].first_layer, 5);
+    EXPECT_EQ(p.tp_used_per_gpu, k_gpu_fixed + 6 * MiB + 4 * k_layer_kv);
+    // The one-GPU comparison plans GPU 0 with its own context: 3 MiB more room, more layers resident.
+    SplitInput assumed = in;
+    assumed.gpus[0].context_bytes = 0;
+    EXPECT_GT(p.one_gpu_tps, make_split_plan(assumed).one_gpu_tps);
+}
+
 TEST(GpuSplit, TheLargerGpuTakesMoreLayers) {
     // Room for 2 MiB of layers on GPU 0 and 10 MiB on GPU 1: the proportional cut at 8.25 x 2 / 12
     // = 1.375 MiB gives GPU 0 one layer (the second would end past the cut by more than half).

@@ -101,6 +101,8 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
 void fill_split_gpus(SplitInput& in, const std::vector<int>& devices) {
     const auto listed = list_devices();
     const auto record = load_doctor_record();
+    int current = 0;  // process_context_bytes makes each device current: the caller's is restored below
+    TT_CUDA_CHECK(cudaGetDevice(&current));
     in.gpus.clear();
     for (int d : devices) {
         if (d < 0 || d >= int(listed.size())) fail("--gpus: no GPU {} ({} visible)", d, listed.size());
@@ -111,8 +113,10 @@ void fill_split_gpus(SplitInput& in, const std::vector<int>& devices) {
         g.device_total = listed[size_t(d)].total_memory;
         const GpuCeilings* c = record ? record->gpu(d) : nullptr;
         if (c && c->name == listed[size_t(d)].name && c->d2d_gbs > 0) g.device_gbs = c->d2d_gbs;
+        g.context_bytes = process_context_bytes(d);  // the context each GPU of a split run would hold
         in.gpus.push_back(g);
     }
+    TT_CUDA_CHECK(cudaSetDevice(current));
     // The layer split's hops and the all-reduce ring cross consecutive devices (and the last to the first).
     double gbs = 0, latency_us = 0;
     bool all = record.has_value();
