@@ -1,0 +1,375 @@
+// EXPERIMENT for issue #21 (and #19's decode): can one persistent kernel run a chain of decode
+// GEMVs with less fixed cost per GEMV than one launch each? The per-launch GEMVs pay about 5 us a
+// launch before their weights stream (bench/results/2026-12-06-h100-gemv-timeline/): x's L2 trip
+// and the weights' first DRAM trip in series, behind programmatic dependent launch's wait. Here
+// each block copies its share of the NEXT GEMV's weights into shared memory with the copy engine
+// (one bulk copy, completing on an mbarrier) while the current GEMV finishes everywhere, so at a
+// boundary only the completion counter and x's trip remain, and they overlap the next weights.
+//
+// The chain: Qwen3-0.6B's bf16 GEMVs, layer after layer with no attention (q/k/v 4096 x 1024 with
+// its pre-norm, o 1024 x 2048 reading q/k/v's first 2048 outputs, gate+up 2 x 3072 x 1024 with its
+// pre-norm, down 1024 x 3072). The baseline is the product's GEMVs (gemv, gemv_gated) captured in a
+// CUDA graph under programmatic dependent launch, as the decode step runs them. Both start from the
+// same x; the last layer's outputs must agree. Prints µs per GEMV and GB/s; asserts only agreement.
+//
+// Not part of tests/gpu/run.sh: it runs only with TT_PERSISTENT_CHAIN=1 (a grid-wide spin-wait
+// is a hang, not a failure, if the protocol is wrong; the launch is cooperative, so blocks that
+// cannot all be resident fail it instead). Not yet run on a GPU (2026-12-06: the session's device
+// time was spent). Run alone, under a timeout:
+//   TT_PERSISTENT_CHAIN=1 timeout 60 .carry/bin/gpu_tests --gtest_filter='CudaExperiment.PersistentChain'
+// (TT_CHAIN_LAYERS=N: N layers instead of Qwen3-0.6B's 28).
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/launch.h"
+
+#include <cuda_bf16.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+using namespace tt;
+
+namespace {
+
+constexpr int k_threads = 512;  // 16 warps, one block an SM
+
+struct Op {
+    const __nv_bfloat16* w;   // [rows, cols]
+    const __nv_bfloat16* w2;  // up's [rows, cols] when the op is gated (y = silu(w x) * (w2 x)), else null
+    const __nv_bfloat16* norm_w;  // the pre-norm's weights [cols], or null
+    const float* x;           // [cols]
+    float* y;                 // [rows]
+    int rows, cols;
+};
+
+// ---- sm_90's copy engine: bulk copies global -> shared completing on an mbarrier ----
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_u32(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra.uni WAIT;\n"
+        "}\n" ::"r"(smem_u32(bar)),
+        "r"(parity)
+        : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+
+// The block's rows of a matrix of `rows`: [r0, r1), spread evenly over the grid.
+__device__ __forceinline__ void block_rows(int rows, int& r0, int& r1) {
+    r0 = int(int64_t(blockIdx.x) * rows / gridDim.x);
+    r1 = int(int64_t(blockIdx.x + 1) * rows / gridDim.x);
+}
+
+// Thread 0: the block's rows of op (and up's, gated) into buf, landing on bar.
+__device__ void prefetch(const Op& op, uint8_t* buf, uint64_t* bar) {
+    int r0, r1;
+    block_rows(op.rows, r0, r1);
+    const uint32_t bytes = uint32_t(r1 - r0) * uint32_t(op.cols) * 2;
+    // The buffer's last reads were the generic proxy's (the op before last): order them before the
+    // copy engine's writes.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    mbar_arrive_expect(bar, op.w2 ? 2 * bytes : bytes);
+    if (bytes == 0) return;
+    bulk_copy(buf, op.w + size_t(r0) * op.cols, bytes, bar);
+    if (op.w2) bulk_copy(buf + bytes, op.w2 + size_t(r0) * op.cols, bytes, bar);
+}
+
+// A warp's dot of one bf16 row in shared memory with x in shared memory (cols % 256 == 0).
+__device__ __forceinline__ float row_dot(const __nv_bfloat16* w, const float* x, int cols, int lane) {
+    float acc = 0;
+    for (int c = 8 * lane; c < cols; c += 256) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(w + c);
+        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+        const float4 x0 = *reinterpret_cast<const float4*>(x + c), x1 = *reinterpret_cast<const float4*>(x + c + 4);
+        const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]), d = __bfloat1622float2(h[2]),
+                     e = __bfloat1622float2(h[3]);
+        acc = fmaf(a.x, x0.x, acc), acc = fmaf(a.y, x0.y, acc), acc = fmaf(b.x, x0.z, acc), acc = fmaf(b.y, x0.w, acc);
+        acc = fmaf(d.x, x1.x, acc), acc = fmaf(d.y, x1.y, acc), acc = fmaf(e.x, x1.z, acc), acc = fmaf(e.y, x1.w, acc);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    return acc;
+}
+
+// The chain, op after op. done[i] counts the blocks that finished op i, over every launch: launch
+// `epoch` (1, 2, ...) waits for done[i - 1] >= epoch * gridDim.x before reading op i's x.
+__global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int n_ops, unsigned* done, unsigned epoch,
+                                                           int max_cols, int buf_bytes) {
+    extern __shared__ __align__(128) uint8_t smem[];
+    __shared__ uint64_t bars[2];
+    __shared__ float red[k_threads / 32];
+    float* s_x = reinterpret_cast<float*>(smem);
+    uint8_t* bufs[2] = {smem + size_t(max_cols) * 4, smem + size_t(max_cols) * 4 + size_t(buf_bytes)};
+    const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) {
+        mbar_init(&bars[0]);
+        mbar_init(&bars[1]);
+    }
+    __syncthreads();
+    if (tid == 0) prefetch(ops[0], bufs[0], &bars[0]);
+    for (int i = 0; i < n_ops; ++i) {
+        const Op op = ops[i];
+        if (i > 0) {  // op i reads op i - 1's output, from every block
+            if (tid == 0)
+                while (load_acquire(done + i - 1) < epoch * gridDim.x) {
+                }
+            __syncthreads();
+        }
+        // x (times the pre-norm's weights) into shared memory, through L2 (other SMs wrote it).
+        float ss = 0;
+        for (int c = 4 * tid; c < op.cols; c += 4 * k_threads) {
+            float4 v = __ldcg(reinterpret_cast<const float4*>(op.x + c));
+            ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+            if (op.norm_w) {
+                v.x *= __bfloat162float(op.norm_w[c]), v.y *= __bfloat162float(op.norm_w[c + 1]);
+                v.z *= __bfloat162float(op.norm_w[c + 2]), v.w *= __bfloat162float(op.norm_w[c + 3]);
+            }
+            *reinterpret_cast<float4*>(s_x + c) = v;
+        }
+        // The next op's weights start now, behind x's loads rather than ahead of them; their
+        // buffer held op i - 1's, whose reads ended before the last barrier.
+        if (tid == 0 && i + 1 < n_ops) prefetch(ops[i + 1], bufs[(i + 1) & 1], &bars[(i + 1) & 1]);
+        float scale = 1.0f;
+        if (op.norm_w) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) red[warp] = ss;
+            __syncthreads();
+            float t = 0;
+            for (int k = 0; k < k_threads / 32; ++k) t += red[k];
+            scale = rsqrtf(t / op.cols + 1e-6f);
+        }
+        __syncthreads();  // x staged (and red read before the next op writes it)
+        mbar_wait(&bars[i & 1], uint32_t(i >> 1) & 1);
+        int r0, r1;
+        block_rows(op.rows, r0, r1);
+        const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(bufs[i & 1]);
+        const size_t n = size_t(r1 - r0) * op.cols;
+        for (int r = warp; r < r1 - r0; r += k_threads / 32) {
+            const float g = row_dot(w + size_t(r) * op.cols, s_x, op.cols, lane) * scale;
+            float y = g;
+            if (op.w2) y = g / (1.0f + __expf(-g)) * (row_dot(w + n + size_t(r) * op.cols, s_x, op.cols, lane) * scale);
+            if (lane == 0) op.y[r0 + r] = y;
+        }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) atomicAdd(done + i, 1u);
+    }
+}
+
+// n bf16 values uniform in [-sqrt(3) sd, sqrt(3) sd] (standard deviation sd), from a xorshift: the
+// chain's ~440 M weights in about a second.
+std::vector<uint16_t> random_bf16(size_t n, float sd, uint64_t& state) {
+    std::vector<float> f(n);
+    const float a = std::sqrt(3.0f) * sd;
+    for (float& v : f) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        v = a * (float(state >> 40) * (2.0f / 16777216.0f) - 1.0f);
+    }
+    std::vector<uint16_t> b(n);
+    convert_floats(f.data(), DType::f32, b.data(), DType::bf16, n);
+    return b;
+}
+
+}  // namespace
+
+TEST(CudaExperiment, PersistentChain) {
+    if (!std::getenv("TT_PERSISTENT_CHAIN")) GTEST_SKIP() << "an experiment: TT_PERSISTENT_CHAIN=1 runs it";
+    int dev = 0, major = 0, sms = 0, smem_max = 0;
+    TT_CUDA_CHECK(cudaGetDevice(&dev));
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    TT_CUDA_CHECK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (major < 9) GTEST_SKIP() << "the copy engine's bulk copies need sm_90";
+    const int layers = std::getenv("TT_CHAIN_LAYERS") ? std::atoi(std::getenv("TT_CHAIN_LAYERS")) : 28;
+    constexpr int H = 1024, QKV = 4096, Q = 2048, F = 3072;
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    struct Layer {
+        std::unique_ptr<cuda::Dev> qkv, o, gate, up;
+    };
+    std::vector<Layer> L(static_cast<size_t>(layers));
+    for (auto& l : L) {  // weights ~ N(0, 1/cols): activations keep their scale through the chain
+        l.qkv = std::make_unique<cuda::Dev>(random_bf16(size_t(QKV) * H, 1.0f / std::sqrt(float(H)), rng));
+        l.o = std::make_unique<cuda::Dev>(random_bf16(size_t(H) * Q, 1.0f / std::sqrt(float(Q)), rng));
+        l.gate = std::make_unique<cuda::Dev>(random_bf16(size_t(F) * H, 1.0f / std::sqrt(float(H)), rng));
+        l.up = std::make_unique<cuda::Dev>(random_bf16(size_t(F) * H, 1.0f / std::sqrt(float(H)), rng));
+    }
+    std::unique_ptr<cuda::Dev> down_w[64];
+    ASSERT_LE(layers, 64);
+    for (int i = 0; i < layers; ++i) down_w[i] = std::make_unique<cuda::Dev>(random_bf16(size_t(H) * F, 1.0f / std::sqrt(float(F)), rng));
+    std::vector<uint16_t> ones(H);
+    const float one = 1.0f;
+    convert_floats(&one, DType::f32, ones.data(), DType::bf16, 1);
+    std::fill(ones.begin(), ones.end(), ones[0]);
+    cuda::Dev norm_w(ones);
+    std::vector<float> x0(H);
+    std::mt19937 gen(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (float& v : x0) v = nd(gen);
+    // Activations: h (the layer's input and down's output), qkv, o, act.
+    cuda::Dev h(x0), qkv(size_t(QKV) * 4), o(size_t(H) * 4), act(size_t(F) * 4);
+    const double bytes = double(layers) * 2.0 * (double(QKV) * H + double(H) * Q + 2.0 * F * H + double(H) * F);
+    const int n_ops = 4 * layers;
+
+    // ---- the baseline: the product's GEMVs in a graph under programmatic dependent launch ----
+    cudaStream_t st;
+    TT_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    auto chain_launches = [&] {
+        for (int i = 0; i < layers; ++i) {
+            cuda::GemvArgs a{};
+            a.n_seg = 1;
+            a.seg[0] = {L[size_t(i)].qkv->p, nullptr, qkv.as<float>(), QKV};
+            a.cols = H;
+            a.wdt = DType::bf16;
+            a.x = h.as<float>();
+            a.norm_w = norm_w.p;
+            a.norm_eps = 1e-6f;
+            cuda::gemv(a, st);
+            cuda::GemvArgs b{};
+            b.n_seg = 1;
+            b.seg[0] = {L[size_t(i)].o->p, nullptr, o.as<float>(), H};
+            b.cols = Q;
+            b.wdt = DType::bf16;
+            b.x = qkv.as<float>();
+            cuda::gemv(b, st);
+            cuda::gemv_gated(L[size_t(i)].gate->p, L[size_t(i)].up->p, nullptr, nullptr, DType::bf16, F, H, o.as<float>(), norm_w.p, 0.0f,
+                             1e-6f, cuda::GateAct::silu, act.as<float>(), st);
+            cuda::GemvArgs d{};
+            d.n_seg = 1;
+            d.seg[0] = {down_w[i]->p, nullptr, h.as<float>(), H};
+            d.cols = F;
+            d.wdt = DType::bf16;
+            d.x = act.as<float>();
+            cuda::gemv(d, st);
+        }
+    };
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    {
+        cuda::DependentLaunchScope pdl(true);
+        TT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        chain_launches();
+        TT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+    }
+    TT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    TT_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    TT_CUDA_CHECK(cudaStreamSynchronize(st));
+    const std::vector<float> want = h.get(size_t(H));
+    const std::vector<float> want_act = act.get(size_t(F));
+
+    // ---- the persistent chain, from the same x ----
+    std::vector<Op> ops;
+    for (int i = 0; i < layers; ++i) {
+        ops.push_back({static_cast<const __nv_bfloat16*>(L[size_t(i)].qkv->p), nullptr, static_cast<const __nv_bfloat16*>(norm_w.p),
+                       h.as<float>(), qkv.as<float>(), QKV, H});
+        ops.push_back({static_cast<const __nv_bfloat16*>(L[size_t(i)].o->p), nullptr, nullptr, qkv.as<float>(), o.as<float>(), H, Q});
+        ops.push_back({static_cast<const __nv_bfloat16*>(L[size_t(i)].gate->p), static_cast<const __nv_bfloat16*>(L[size_t(i)].up->p),
+                       static_cast<const __nv_bfloat16*>(norm_w.p), o.as<float>(), act.as<float>(), F, H});
+        ops.push_back({static_cast<const __nv_bfloat16*>(down_w[i]->p), nullptr, nullptr, act.as<float>(), h.as<float>(), H, F});
+    }
+    const int grid = sms;
+    int buf_bytes = 0;
+    for (const Op& op : ops) {
+        const int rows = (op.rows + grid - 1) / grid;
+        buf_bytes = std::max(buf_bytes, rows * op.cols * 2 * (op.w2 ? 2 : 1));
+    }
+    buf_bytes = (buf_bytes + 127) / 128 * 128;
+    const int max_cols = F;
+    const size_t smem = size_t(max_cols) * 4 + 2 * size_t(buf_bytes);
+    std::printf("[chain] %d layers, %d GEMVs, %.1f MB of weights a pass; persistent: %d blocks, %zu B of shared memory each\n", layers,
+                n_ops, bytes / 1e6, grid, smem);
+    ASSERT_LE(smem + 2048, size_t(smem_max)) << "the two weight buffers do not fit one SM's shared memory";
+    TT_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int per_sm = 0;
+    TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chain_kernel, k_threads, smem));
+    ASSERT_GE(per_sm, 1) << "the persistent kernel does not fit an SM";
+    cuda::Dev ops_d(ops);
+    cuda::Dev done(size_t(n_ops) * sizeof(unsigned));
+    TT_CUDA_CHECK(cudaMemset(done.p, 0, size_t(n_ops) * sizeof(unsigned)));
+    unsigned epoch = 0;
+    auto persistent = [&] {
+        ++epoch;
+        const Op* ops_p = ops_d.as<Op>();
+        unsigned* done_p = done.as<unsigned>();
+        int n = n_ops, mc = max_cols, bb = buf_bytes;
+        void* args[] = {&ops_p, &n, &done_p, &epoch, &mc, &bb};
+        // Cooperative: every block resident at once, or the launch fails (never a spin on an absent block).
+        TT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chain_kernel), dim3(unsigned(grid)), dim3(k_threads), args,
+                                                  smem, st));
+    };
+    TT_CUDA_CHECK(cudaMemcpy(h.p, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    persistent();
+    TT_CUDA_CHECK(cudaStreamSynchronize(st));
+    TT_CUDA_CHECK(cudaGetLastError());
+    const std::vector<float> got = h.get(size_t(H));
+    const std::vector<float> got_act = act.get(size_t(F));
+    const double err = cuda::rel_err(got, want), err_act = cuda::rel_err(got_act, want_act);
+    std::printf("[chain] agreement with the per-launch GEMVs after %d layers: rel. error %.2e (down), %.2e (gate+up)\n", layers, err,
+                err_act);
+    EXPECT_LT(err, 1e-3);
+    EXPECT_LT(err_act, 1e-3);
+
+    // ---- timing: each pass re-reads every weight from HBM (the chain is far larger than L2) ----
+    const int reps = 20;
+    auto time_pass = [&](auto&& run) {
+        cudaEvent_t e0, e1;
+        TT_CUDA_CHECK(cudaEventCreate(&e0));
+        TT_CUDA_CHECK(cudaEventCreate(&e1));
+        run();  // warm-up
+        TT_CUDA_CHECK(cudaEventRecord(e0, st));
+        for (int r = 0; r < reps; ++r) run();
+        TT_CUDA_CHECK(cudaEventRecord(e1, st));
+        TT_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        TT_CUDA_CHECK(cudaEventDestroy(e0));
+        TT_CUDA_CHECK(cudaEventDestroy(e1));
+        return 1e3 * double(ms) / reps;  // us a pass
+    };
+    const double us_graph = time_pass([&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
+    const double us_pers = time_pass(persistent);
+    const double us_graph2 = time_pass([&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
+    for (auto [name, us] : {std::pair<const char*, double>{"per-launch GEMVs, graph + PDL", us_graph}, {"persistent chain", us_pers},
+                            {"per-launch GEMVs, again", us_graph2}})
+        std::printf("[chain] %-32s %9.1f us a pass  %6.2f us a GEMV  %7.1f GB/s\n", name, us, us / n_ops, bytes / (us * 1e-6) / 1e9);
+    TT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    TT_CUDA_CHECK(cudaGraphDestroy(graph));
+    TT_CUDA_CHECK(cudaStreamDestroy(st));
+}
