@@ -22,6 +22,7 @@
 #include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/kernels/launch.h"
+#include "backends/cuda/kernels/ptx.cuh"
 
 #include <cuda_bf16.h>
 #include <gtest/gtest.h>
@@ -49,16 +50,15 @@ struct Op {
 };
 
 // ---- sm_90's copy engine: bulk copies global -> shared completing on an mbarrier ----
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void mbar_init(uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_u32(bar)) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cuda::smem_addr(bar)) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cuda::smem_addr(bar)), "r"(bytes) : "memory");
 #endif
 }
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
@@ -69,15 +69,15 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
         "WAIT:\n"
         "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
         "@!done bra.uni WAIT;\n"
-        "}\n" ::"r"(smem_u32(bar)),
+        "}\n" ::"r"(cuda::smem_addr(bar)),
         "r"(parity)
         : "memory");
 #endif
 }
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(cuda::smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(cuda::smem_addr(bar))
                  : "memory");
 #endif
 }
@@ -336,20 +336,9 @@ TEST(CudaExperiment, PersistentChain) {
 
     // ---- timing: each pass re-reads every weight from HBM (the chain is far larger than L2) ----
     const int reps = 20;
-    auto time_pass = [&](auto&& run) {
-        cudaEvent_t e0, e1;
-        TT_CUDA_CHECK(cudaEventCreate(&e0));
-        TT_CUDA_CHECK(cudaEventCreate(&e1));
-        run();  // warm-up
-        TT_CUDA_CHECK(cudaEventRecord(e0, st));
-        for (int r = 0; r < reps; ++r) run();
-        TT_CUDA_CHECK(cudaEventRecord(e1, st));
-        TT_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        TT_CUDA_CHECK(cudaEventDestroy(e0));
-        TT_CUDA_CHECK(cudaEventDestroy(e1));
-        return 1e3 * double(ms) / reps;  // us a pass
+    auto time_pass = [&](auto&& run) {  // us a pass, after one warm-up pass
+        run();
+        return 1e3 * double(cuda::time_launches_ms(reps, [&](int) { run(); }, st)) / reps;
     };
     const double us_graph = time_pass([&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
     const double us_pers = time_pass(persistent);

@@ -15,16 +15,16 @@
 
 namespace tt::cuda {
 
-// Milliseconds the default stream takes for launch(0) .. launch(reps - 1), timed by events around
-// them (the speed benchmarks of tests/gpu).
+// Milliseconds stream s (default: the legacy default stream) takes for launch(0) .. launch(reps - 1),
+// timed by events around them (the speed benchmarks of tests/gpu).
 template <typename F>
-float time_launches_ms(int reps, F&& launch) {
+float time_launches_ms(int reps, F&& launch, cudaStream_t s = nullptr) {
     cudaEvent_t e0, e1;
     TT_CUDA_CHECK(cudaEventCreate(&e0));
     TT_CUDA_CHECK(cudaEventCreate(&e1));
-    TT_CUDA_CHECK(cudaEventRecord(e0));
+    TT_CUDA_CHECK(cudaEventRecord(e0, s));
     for (int i = 0; i < reps; ++i) launch(i);
-    TT_CUDA_CHECK(cudaEventRecord(e1));
+    TT_CUDA_CHECK(cudaEventRecord(e1, s));
     TT_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     TT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
