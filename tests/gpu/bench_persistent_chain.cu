@@ -2,22 +2,25 @@
 // GEMVs with less fixed cost per GEMV than one launch each? The per-launch GEMVs pay about 5 us a
 // launch before their weights stream (bench/results/2026-12-06-h100-gemv-timeline/): x's L2 trip
 // and the weights' first DRAM trip in series, behind programmatic dependent launch's wait. Here
-// each block copies its share of the NEXT GEMV's weights into shared memory with the copy engine
-// (one bulk copy, completing on an mbarrier) while the current GEMV finishes everywhere, so at a
+// each block copies its share of a later GEMV's weights into shared memory with the copy engine
+// (bulk copies completing on an mbarrier) while the current GEMV finishes everywhere, so at a
 // boundary only the completion counter and x's trip remain, and they overlap the next weights.
 //
 // The chain: Qwen3-0.6B's bf16 GEMVs, layer after layer with no attention (q/k/v 4096 x 1024 with
 // its pre-norm, o 1024 x 2048 reading q/k/v's first 2048 outputs, gate+up 2 x 3072 x 1024 with its
 // pre-norm, down 1024 x 3072). The baseline is the product's GEMVs (gemv, gemv_gated) captured in a
 // CUDA graph under programmatic dependent launch, as the decode step runs them. Both start from the
-// same x; the last layer's outputs must agree. Prints µs per GEMV and GB/s; asserts only agreement.
+// same x. Asserts agreement after one layer; prints the whole chain's difference (ill-conditioned,
+// see the check) and, for the baseline and each way of running the chain (chain_kernel's modes:
+// the copies one or two ops ahead, in one piece or in pieces, and each with its waits or its
+// copies left out to time the other alone), µs per GEMV and GB/s.
 //
 // Not part of tests/gpu/run.sh: it runs only with TT_PERSISTENT_CHAIN=1 (a grid-wide spin-wait
 // is a hang, not a failure, if the protocol is wrong; the launch is cooperative, so blocks that
-// cannot all be resident fail it instead). Not yet run on a GPU (2026-12-06: the session's device
-// time was spent). Run alone, under a timeout:
+// cannot all be resident fail it instead). Run alone, under a timeout:
 //   TT_PERSISTENT_CHAIN=1 timeout 60 .carry/bin/gpu_tests --gtest_filter='CudaExperiment.PersistentChain'
-// (TT_CHAIN_LAYERS=N: N layers instead of Qwen3-0.6B's 28).
+// (TT_CHAIN_LAYERS=N: N layers instead of Qwen3-0.6B's 28). Its runs so far:
+// bench/results/2026-12-06-h100-persistent-chain/.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_check.h"
 #include "backends/cuda/kernels/kernels.h"
@@ -95,8 +98,9 @@ __device__ __forceinline__ void block_rows(int rows, int& r0, int& r1) {
     r1 = int(int64_t(blockIdx.x + 1) * rows / gridDim.x);
 }
 
-// Thread 0: the block's rows of op (and up's, gated) into buf, landing on bar.
-__device__ void prefetch(const Op& op, uint8_t* buf, uint64_t* bar) {
+// Thread 0: the block's rows of op (and up's, gated) into buf, landing on bar; in copies of at most
+// `chunk` bytes (a multiple of 16), so the copy engine has several requests in flight.
+__device__ void prefetch(const Op& op, uint8_t* buf, uint64_t* bar, uint32_t chunk) {
     int r0, r1;
     block_rows(op.rows, r0, r1);
     const uint32_t bytes = uint32_t(r1 - r0) * uint32_t(op.cols) * 2;
@@ -106,9 +110,10 @@ __device__ void prefetch(const Op& op, uint8_t* buf, uint64_t* bar) {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
     mbar_arrive_expect(bar, op.w2 ? 2 * bytes : bytes);
-    if (bytes == 0) return;
-    bulk_copy(buf, op.w + size_t(r0) * op.cols, bytes, bar);
-    if (op.w2) bulk_copy(buf + bytes, op.w2 + size_t(r0) * op.cols, bytes, bar);
+    for (int m = 0; m < (op.w2 ? 2 : 1); ++m) {
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(m ? op.w2 : op.w) + size_t(r0) * op.cols * 2;
+        for (uint32_t off = 0; off < bytes; off += chunk) bulk_copy(buf + m * bytes + off, src + off, min(chunk, bytes - off), bar);
+    }
 }
 
 // A warp's dot of one bf16 row in shared memory with x in shared memory (cols % 256 == 0).
@@ -130,8 +135,14 @@ __device__ __forceinline__ float row_dot(const __nv_bfloat16* w, const float* x,
 
 // The chain, op after op. done[i] counts the blocks that finished op i, over every launch: launch
 // `epoch` (1, 2, ...) waits for done[i - 1] >= epoch * gridDim.x before reading op i's x.
+// How a pass runs (bits): k_two_ahead issues op i + 2's copy as soon as op i's reads of its buffer
+// end, so two ops' weights are in flight across each wait (without it, op i + 1's copy starts only
+// once op i's x is staged); k_no_wait skips the wait for the previous op (outputs are garbage: the
+// weights' stream alone); k_no_load skips the copies (outputs are garbage: the waits alone).
+constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4;
+
 __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int n_ops, unsigned* done, unsigned epoch,
-                                                           int max_cols, int buf_bytes) {
+                                                           int max_cols, int buf_bytes, int mode, uint32_t chunk) {
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ uint64_t bars[2];
     __shared__ float red[k_threads / 32];
@@ -143,10 +154,14 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         mbar_init(&bars[1]);
     }
     __syncthreads();
-    if (tid == 0) prefetch(ops[0], bufs[0], &bars[0]);
+    const bool two_ahead = mode & k_two_ahead, wait = !(mode & k_no_wait), load = !(mode & k_no_load);
+    if (tid == 0 && load) {
+        prefetch(ops[0], bufs[0], &bars[0], chunk);
+        if (two_ahead && n_ops > 1) prefetch(ops[1], bufs[1], &bars[1], chunk);
+    }
     for (int i = 0; i < n_ops; ++i) {
         const Op op = ops[i];
-        if (i > 0) {  // op i reads op i - 1's output, from every block
+        if (i > 0 && wait) {  // op i reads op i - 1's output, from every block
             if (tid == 0)
                 while (load_acquire(done + i - 1) < epoch * gridDim.x) {
                 }
@@ -165,7 +180,7 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         }
         // The next op's weights start now, behind x's loads rather than ahead of them; their
         // buffer held op i - 1's, whose reads ended before the last barrier.
-        if (tid == 0 && i + 1 < n_ops) prefetch(ops[i + 1], bufs[(i + 1) & 1], &bars[(i + 1) & 1]);
+        if (tid == 0 && load && !two_ahead && i + 1 < n_ops) prefetch(ops[i + 1], bufs[(i + 1) & 1], &bars[(i + 1) & 1], chunk);
         float scale = 1.0f;
         if (op.norm_w) {
 #pragma unroll
@@ -177,7 +192,7 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
             scale = rsqrtf(t / op.cols + 1e-6f);
         }
         __syncthreads();  // x staged (and red read before the next op writes it)
-        mbar_wait(&bars[i & 1], uint32_t(i >> 1) & 1);
+        if (load) mbar_wait(&bars[i & 1], uint32_t(i >> 1) & 1);
         int r0, r1;
         block_rows(op.rows, r0, r1);
         const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(bufs[i & 1]);
@@ -189,8 +204,11 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
             if (lane == 0) op.y[r0 + r] = y;
         }
         __threadfence();
-        __syncthreads();
-        if (tid == 0) atomicAdd(done + i, 1u);
+        __syncthreads();  // every warp's reads of this op's buffer are done: it can take op i + 2's
+        if (tid == 0) {
+            atomicAdd(done + i, 1u);
+            if (load && two_ahead && i + 2 < n_ops) prefetch(ops[i + 2], bufs[i & 1], &bars[i & 1], chunk);
+        }
     }
 }
 
@@ -212,6 +230,7 @@ std::vector<uint16_t> random_bf16(size_t n, float sd, uint64_t& state) {
 
 TEST(CudaExperiment, PersistentChain) {
     if (!std::getenv("TT_PERSISTENT_CHAIN")) GTEST_SKIP() << "an experiment: TT_PERSISTENT_CHAIN=1 runs it";
+    std::setvbuf(stdout, nullptr, _IONBF, 0);  // a hang killed by `timeout` keeps what was printed
     int dev = 0, major = 0, sms = 0, smem_max = 0;
     TT_CUDA_CHECK(cudaGetDevice(&dev));
     TT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -260,8 +279,9 @@ TEST(CudaExperiment, PersistentChain) {
         a.norm_eps = 1e-6f;
         cuda::gemv(a, st);
     };
-    auto chain_launches = [&] {
-        for (const Layer& l : L) {
+    auto chain_launches = [&](int n_layers) {
+        for (int li = 0; li < n_layers; ++li) {
+            const Layer& l = L[size_t(li)];
             plain(*l.qkv, qkv, QKV, h, H, norm_w.p);
             plain(*l.o, o, H, qkv, Q, nullptr);
             cuda::gemv_gated(l.gate->p, l.up->p, nullptr, nullptr, DType::bf16, F, H, o.as<float>(), norm_w.p, 0.0f, 1e-6f,
@@ -274,14 +294,21 @@ TEST(CudaExperiment, PersistentChain) {
     {
         cuda::DependentLaunchScope pdl(true);
         TT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        chain_launches();
+        chain_launches(layers);
         TT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
     }
     TT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    TT_CUDA_CHECK(cudaGraphLaunch(exec, st));
-    TT_CUDA_CHECK(cudaStreamSynchronize(st));
-    const std::vector<float> want = h.get(size_t(H));
-    const std::vector<float> want_act = act.get(size_t(F));
+    // The references: one layer (launched plainly) and the whole chain (the graph), from x0.
+    auto reference = [&](int n_layers) {
+        TT_CUDA_CHECK(cudaMemcpy(h.p, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+        if (n_layers == layers)
+            TT_CUDA_CHECK(cudaGraphLaunch(exec, st));
+        else
+            chain_launches(n_layers);
+        TT_CUDA_CHECK(cudaStreamSynchronize(st));
+        return std::pair{h.get(size_t(H)), act.get(size_t(F))};
+    };
+    const auto want1 = reference(1), want = reference(layers);
 
     // ---- the persistent chain, from the same x ----
     std::vector<Op> ops;
@@ -311,28 +338,44 @@ TEST(CudaExperiment, PersistentChain) {
     cuda::Dev ops_d(ops);
     cuda::Dev done(size_t(n_ops) * sizeof(unsigned));
     TT_CUDA_CHECK(cudaMemset(done.p, 0, size_t(n_ops) * sizeof(unsigned)));
+    // done[] counts over launches; a launch of fewer ops leaves the later counters behind, so
+    // before any launch after one of another length, start again from zero.
     unsigned epoch = 0;
-    auto persistent = [&] {
+    auto restart_counters = [&] {
+        TT_CUDA_CHECK(cudaMemsetAsync(done.p, 0, size_t(n_ops) * sizeof(unsigned), st));
+        epoch = 0;
+    };
+    auto persistent = [&](int mode, int n, uint32_t chunk = 1u << 20) {
         ++epoch;
         const Op* ops_p = ops_d.as<Op>();
         unsigned* done_p = done.as<unsigned>();
-        int n = n_ops, mc = max_cols, bb = buf_bytes;
-        void* args[] = {&ops_p, &n, &done_p, &epoch, &mc, &bb};
+        int mc = max_cols, bb = buf_bytes;
+        void* args[] = {&ops_p, &n, &done_p, &epoch, &mc, &bb, &mode, &chunk};
         // Cooperative: every block resident at once, or the launch fails (never a spin on an absent block).
         TT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chain_kernel), dim3(unsigned(grid)), dim3(k_threads), args,
                                                   smem, st));
     };
-    TT_CUDA_CHECK(cudaMemcpy(h.p, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
-    persistent();
-    TT_CUDA_CHECK(cudaStreamSynchronize(st));
-    TT_CUDA_CHECK(cudaGetLastError());
-    const std::vector<float> got = h.get(size_t(H));
-    const std::vector<float> got_act = act.get(size_t(F));
-    const double err = cuda::rel_err(got, want), err_act = cuda::rel_err(got_act, want_act);
-    std::printf("[chain] agreement with the per-launch GEMVs after %d layers: rel. error %.2e (down), %.2e (gate+up)\n", layers, err,
-                err_act);
-    EXPECT_LT(err, 1e-3);
-    EXPECT_LT(err_act, 1e-3);
+    // Agreement after one layer (fp32 sums in another order: ~1e-6), and, reported only, after the
+    // whole chain: 28 random layers with no residual amplify those roundings (about x1.4 a layer
+    // through the gated product), so the chain's end differs by ~1e-2 whatever the order.
+    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}}) {
+        const int mode = mc.first;
+        const uint32_t chunk = mc.second;
+        auto run = [&](int n_layers) {
+            TT_CUDA_CHECK(cudaMemcpy(h.p, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+            restart_counters();
+            persistent(mode, 4 * n_layers, chunk);
+            TT_CUDA_CHECK(cudaStreamSynchronize(st));
+            TT_CUDA_CHECK(cudaGetLastError());
+            return std::pair{h.get(size_t(H)), act.get(size_t(F))};
+        };
+        const auto got1 = run(1), got = run(layers);
+        const double e1 = cuda::rel_err(got1.first, want1.first), e1a = cuda::rel_err(got1.second, want1.second);
+        std::printf("[chain] mode %d, copies of %u B: rel. error after 1 layer %.2e (down), %.2e (gate+up); after %d layers %.2e, %.2e\n",
+                    mode, chunk, e1, e1a, layers, cuda::rel_err(got.first, want.first), cuda::rel_err(got.second, want.second));
+        EXPECT_LT(e1, 1e-4) << "mode " << mode;
+        EXPECT_LT(e1a, 1e-4) << "mode " << mode;
+    }
 
     // ---- timing: each pass re-reads every weight from HBM (the chain is far larger than L2) ----
     const int reps = 20;
@@ -340,11 +383,19 @@ TEST(CudaExperiment, PersistentChain) {
         run();
         return 1e3 * double(cuda::time_launches_ms(reps, [&](int) { run(); }, st)) / reps;
     };
-    const double us_graph = time_pass([&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
-    const double us_pers = time_pass(persistent);
-    const double us_graph2 = time_pass([&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
-    for (auto [name, us] : {std::pair<const char*, double>{"per-launch GEMVs, graph + PDL", us_graph}, {"persistent chain", us_pers},
-                            {"per-launch GEMVs, again", us_graph2}})
+    restart_counters();
+    std::vector<std::pair<const char*, double>> rows;
+    auto graph_pass = [&] { TT_CUDA_CHECK(cudaGraphLaunch(exec, st)); };
+    rows.push_back({"per-launch GEMVs, graph + PDL", time_pass(graph_pass)});
+    rows.push_back({"persistent, one op ahead", time_pass([&] { persistent(0, n_ops); })});
+    rows.push_back({"persistent, two ops ahead", time_pass([&] { persistent(k_two_ahead, n_ops); })});
+    rows.push_back({"  its copies alone (no waits)", time_pass([&] { persistent(k_two_ahead | k_no_wait, n_ops); })});
+    rows.push_back({"  its waits alone (no copies)", time_pass([&] { persistent(k_two_ahead | k_no_load, n_ops); })});
+    rows.push_back({"two ahead, 8 KiB copies", time_pass([&] { persistent(k_two_ahead, n_ops, 8192); })});
+    rows.push_back({"  its copies alone", time_pass([&] { persistent(k_two_ahead | k_no_wait, n_ops, 8192); })});
+    rows.push_back({"two ahead, 2 KiB copies", time_pass([&] { persistent(k_two_ahead, n_ops, 2048); })});
+    rows.push_back({"per-launch GEMVs, again", time_pass(graph_pass)});
+    for (auto [name, us] : rows)
         std::printf("[chain] %-32s %9.1f us a pass  %6.2f us a GEMV  %7.1f GB/s\n", name, us, us / n_ops, bytes / (us * 1e-6) / 1e9);
     TT_CUDA_CHECK(cudaGraphExecDestroy(exec));
     TT_CUDA_CHECK(cudaGraphDestroy(graph));
