@@ -92,6 +92,12 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
     return v;
 }
 
+__device__ __forceinline__ void release_add(unsigned* p, unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+#endif
+}
+
 // The block's rows of a matrix of `rows`: [r0, r1), spread evenly over the grid.
 __device__ __forceinline__ void block_rows(int rows, int& r0, int& r1) {
     r0 = int(int64_t(blockIdx.x) * rows / gridDim.x);
@@ -139,7 +145,9 @@ __device__ __forceinline__ float row_dot(const __nv_bfloat16* w, const float* x,
 // end, so two ops' weights are in flight across each wait (without it, op i + 1's copy starts only
 // once op i's x is staged); k_no_wait skips the wait for the previous op (outputs are garbage: the
 // weights' stream alone); k_no_load skips the copies (outputs are garbage: the waits alone).
-constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4;
+// k_lean_sync: an op's end is published as cooperative groups' grid barrier does, the block's
+// barrier and then one release by thread 0 (`red.release.gpu`), instead of every thread's fence.
+constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4, k_lean_sync = 8;
 
 __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int n_ops, unsigned* done, unsigned epoch,
                                                            int max_cols, int buf_bytes, int mode, uint32_t chunk) {
@@ -154,7 +162,7 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         mbar_init(&bars[1]);
     }
     __syncthreads();
-    const bool two_ahead = mode & k_two_ahead, wait = !(mode & k_no_wait), load = !(mode & k_no_load);
+    const bool two_ahead = mode & k_two_ahead, wait = !(mode & k_no_wait), load = !(mode & k_no_load), lean = mode & k_lean_sync;
     if (tid == 0 && load) {
         prefetch(ops[0], bufs[0], &bars[0], chunk);
         if (two_ahead && n_ops > 1) prefetch(ops[1], bufs[1], &bars[1], chunk);
@@ -203,10 +211,13 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
             if (op.w2) y = g / (1.0f + __expf(-g)) * (row_dot(w + n + size_t(r) * op.cols, s_x, op.cols, lane) * scale);
             if (lane == 0) op.y[r0 + r] = y;
         }
-        __threadfence();
+        if (!lean) __threadfence();
         __syncthreads();  // every warp's reads of this op's buffer are done: it can take op i + 2's
         if (tid == 0) {
-            atomicAdd(done + i, 1u);
+            if (lean)
+                release_add(done + i, 1u);  // orders the block's y stores, seen through the barrier
+            else
+                atomicAdd(done + i, 1u);
             if (load && two_ahead && i + 2 < n_ops) prefetch(ops[i + 2], bufs[i & 1], &bars[i & 1], chunk);
         }
     }
@@ -358,7 +369,7 @@ TEST(CudaExperiment, PersistentChain) {
     // Agreement after one layer (fp32 sums in another order: ~1e-6), and, reported only, after the
     // whole chain: 28 random layers with no residual amplify those roundings (about x1.4 a layer
     // through the gated product), so the chain's end differs by ~1e-2 whatever the order.
-    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}}) {
+    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}, {k_lean_sync, 1u << 20}}) {
         const int mode = mc.first;
         const uint32_t chunk = mc.second;
         auto run = [&](int n_layers) {
@@ -394,6 +405,8 @@ TEST(CudaExperiment, PersistentChain) {
     rows.push_back({"two ahead, 8 KiB copies", time_pass([&] { persistent(k_two_ahead, n_ops, 8192); })});
     rows.push_back({"  its copies alone", time_pass([&] { persistent(k_two_ahead | k_no_wait, n_ops, 8192); })});
     rows.push_back({"two ahead, 2 KiB copies", time_pass([&] { persistent(k_two_ahead, n_ops, 2048); })});
+    rows.push_back({"one ahead, lean sync", time_pass([&] { persistent(k_lean_sync, n_ops); })});
+    rows.push_back({"  its waits alone", time_pass([&] { persistent(k_lean_sync | k_no_load, n_ops); })});
     rows.push_back({"per-launch GEMVs, again", time_pass(graph_pass)});
     for (auto [name, us] : rows)
         std::printf("[chain] %-32s %9.1f us a pass  %6.2f us a GEMV  %7.1f GB/s\n", name, us, us / n_ops, bytes / (us * 1e-6) / 1e9);
