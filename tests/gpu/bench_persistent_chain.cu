@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -147,7 +148,28 @@ __device__ __forceinline__ float row_dot(const __nv_bfloat16* w, const float* x,
 // weights' stream alone); k_no_load skips the copies (outputs are garbage: the waits alone).
 // k_lean_sync: an op's end is published as cooperative groups' grid barrier does, the block's
 // barrier and then one release by thread 0 (`red.release.gpu`), instead of every thread's fence.
-constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4, k_lean_sync = 8;
+// k_bare (with k_no_load): no x and no arithmetic either, the counters alone.
+// k_flagged: no counters at all. Activations are 8-byte words, the value and the tag of the op
+// (and launch) that wrote it, stored in one piece (NCCL's LL protocol), so x's own trip tells the
+// reader it is complete: no fence, no counter add, no spin before x's loads. Ops then read and
+// write the ops_flagged list's buffers.
+constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4, k_lean_sync = 8, k_bare = 16, k_flagged = 32;
+
+// The tag of op i's outputs in launch `epoch` (never 0xffffffff, the buffers' initial fill).
+__host__ __device__ constexpr uint32_t flag_tag(unsigned epoch, int i) { return epoch * 4096u + uint32_t(i) + 1u; }
+
+__device__ __forceinline__ unsigned long long load_relaxed_u64(const unsigned long long* p) {
+    unsigned long long v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+__device__ __forceinline__ void store_relaxed_u64(unsigned long long* p, unsigned long long v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+#endif
+}
 
 __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int n_ops, unsigned* done, unsigned epoch,
                                                            int max_cols, int buf_bytes, int mode, uint32_t chunk) {
@@ -162,22 +184,48 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         mbar_init(&bars[1]);
     }
     __syncthreads();
-    const bool two_ahead = mode & k_two_ahead, wait = !(mode & k_no_wait), load = !(mode & k_no_load), lean = mode & k_lean_sync;
+    const bool two_ahead = mode & k_two_ahead, wait = !(mode & k_no_wait), load = !(mode & k_no_load), lean = mode & k_lean_sync,
+               flagged = mode & k_flagged;
     if (tid == 0 && load) {
         prefetch(ops[0], bufs[0], &bars[0], chunk);
         if (two_ahead && n_ops > 1) prefetch(ops[1], bufs[1], &bars[1], chunk);
     }
     for (int i = 0; i < n_ops; ++i) {
         const Op op = ops[i];
-        if (i > 0 && wait) {  // op i reads op i - 1's output, from every block
+        if (i > 0 && wait && !flagged) {  // op i reads op i - 1's output, from every block
             if (tid == 0)
                 while (load_acquire(done + i - 1) < epoch * gridDim.x) {
                 }
             __syncthreads();
         }
+        if (mode & k_bare) {
+            if (tid == 0) {
+                if (lean) {
+                    release_add(done + i, 1u);
+                } else {
+                    __threadfence();
+                    atomicAdd(done + i, 1u);
+                }
+            }
+            continue;
+        }
         // x (times the pre-norm's weights) into shared memory, through L2 (other SMs wrote it).
         float ss = 0;
-        for (int c = 4 * tid; c < op.cols; c += 4 * k_threads) {
+        if (flagged) {  // x's words carry the tag of the op that wrote them: wait for the right one
+            // (op 0 reads the previous launch's last output; the host primes the first launch's)
+            const uint32_t want = i > 0 ? flag_tag(epoch, i - 1) : flag_tag(epoch - 1, n_ops - 1);
+            const auto* xw = reinterpret_cast<const unsigned long long*>(op.x);
+            for (int c = tid; c < op.cols; c += k_threads) {
+                unsigned long long v;
+                do v = load_relaxed_u64(xw + c);
+                while (uint32_t(v >> 32) != want && wait);
+                float f = __uint_as_float(uint32_t(v));
+                ss += f * f;
+                if (op.norm_w) f *= __bfloat162float(op.norm_w[c]);
+                s_x[c] = f;
+            }
+        }
+        for (int c = 4 * tid; c < (flagged ? 0 : op.cols); c += 4 * k_threads) {
             float4 v = __ldcg(reinterpret_cast<const float4*>(op.x + c));
             ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
             if (op.norm_w) {
@@ -209,12 +257,20 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
             const float g = row_dot(w + size_t(r) * op.cols, s_x, op.cols, lane) * scale;
             float y = g;
             if (op.w2) y = g / (1.0f + __expf(-g)) * (row_dot(w + n + size_t(r) * op.cols, s_x, op.cols, lane) * scale);
-            if (lane == 0) op.y[r0 + r] = y;
+            if (lane == 0) {
+                if (flagged)
+                    store_relaxed_u64(reinterpret_cast<unsigned long long*>(op.y) + r0 + r,
+                                      (uint64_t(flag_tag(epoch, i)) << 32) | __float_as_uint(y));
+                else
+                    op.y[r0 + r] = y;
+            }
         }
-        if (!lean) __threadfence();
+        if (!lean && !flagged) __threadfence();
         __syncthreads();  // every warp's reads of this op's buffer are done: it can take op i + 2's
         if (tid == 0) {
-            if (lean)
+            if (flagged)
+                ;
+            else if (lean)
                 release_add(done + i, 1u);  // orders the block's y stores, seen through the barrier
             else
                 atomicAdd(done + i, 1u);
@@ -346,7 +402,18 @@ TEST(CudaExperiment, PersistentChain) {
     int per_sm = 0;
     TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chain_kernel, k_threads, smem));
     ASSERT_GE(per_sm, 1) << "the persistent kernel does not fit an SM";
-    cuda::Dev ops_d(ops);
+    // k_flagged's activations: 8-byte words (value, tag), the same chain.
+    cuda::Dev hf(size_t(H) * 8), qkvf(size_t(QKV) * 8), of(size_t(H) * 8), actf(size_t(F) * 8);
+    std::vector<Op> ops_flagged = ops;
+    for (Op& op : ops_flagged) {
+        auto swap = [&](const float* p) {
+            return p == h.as<float>() ? hf.as<float>() : p == qkv.as<float>() ? qkvf.as<float>() : p == o.as<float>() ? of.as<float>()
+                                                                                                                        : actf.as<float>();
+        };
+        op.x = swap(op.x);
+        op.y = const_cast<float*>(swap(op.y));
+    }
+    cuda::Dev ops_d(ops), ops_fd(ops_flagged);
     cuda::Dev done(size_t(n_ops) * sizeof(unsigned));
     TT_CUDA_CHECK(cudaMemset(done.p, 0, size_t(n_ops) * sizeof(unsigned)));
     // done[] counts over launches; a launch of fewer ops leaves the later counters behind, so
@@ -358,7 +425,7 @@ TEST(CudaExperiment, PersistentChain) {
     };
     auto persistent = [&](int mode, int n, uint32_t chunk = 1u << 20) {
         ++epoch;
-        const Op* ops_p = ops_d.as<Op>();
+        const Op* ops_p = (mode & k_flagged) ? ops_fd.as<Op>() : ops_d.as<Op>();
         unsigned* done_p = done.as<unsigned>();
         int mc = max_cols, bb = buf_bytes;
         void* args[] = {&ops_p, &n, &done_p, &epoch, &mc, &bb, &mode, &chunk};
@@ -366,18 +433,42 @@ TEST(CudaExperiment, PersistentChain) {
         TT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(chain_kernel), dim3(unsigned(grid)), dim3(k_threads), args,
                                                   smem, st));
     };
+    // k_flagged's x0 for the next launch of n ops: tagged as that launch's op 0 expects, the
+    // previous launch's last output.
+    auto prime_flagged = [&](int n) {
+        TT_CUDA_CHECK(cudaStreamSynchronize(st));
+        std::vector<unsigned long long> w(x0.size());
+        for (size_t k = 0; k < w.size(); ++k) {
+            uint32_t bits;
+            std::memcpy(&bits, &x0[k], 4);
+            w[k] = (uint64_t(flag_tag(epoch, n - 1)) << 32) | bits;
+        }
+        TT_CUDA_CHECK(cudaMemcpy(hf.p, w.data(), w.size() * 8, cudaMemcpyHostToDevice));
+    };
+    auto values = [](cuda::Dev& d, size_t n) {  // the values of n flagged words
+        std::vector<float> v;
+        for (unsigned long long w : d.get<unsigned long long>(n)) {
+            const uint32_t bits = uint32_t(w);
+            float f;
+            std::memcpy(&f, &bits, 4);
+            v.push_back(f);
+        }
+        return v;
+    };
     // Agreement after one layer (fp32 sums in another order: ~1e-6), and, reported only, after the
     // whole chain: 28 random layers with no residual amplify those roundings (about x1.4 a layer
     // through the gated product), so the chain's end differs by ~1e-2 whatever the order.
-    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}, {k_lean_sync, 1u << 20}}) {
+    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}, {k_lean_sync, 1u << 20}, {k_flagged, 1u << 20}}) {
         const int mode = mc.first;
         const uint32_t chunk = mc.second;
         auto run = [&](int n_layers) {
             TT_CUDA_CHECK(cudaMemcpy(h.p, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
             restart_counters();
+            if (mode & k_flagged) prime_flagged(4 * n_layers);
             persistent(mode, 4 * n_layers, chunk);
             TT_CUDA_CHECK(cudaStreamSynchronize(st));
             TT_CUDA_CHECK(cudaGetLastError());
+            if (mode & k_flagged) return std::pair{values(hf, size_t(H)), values(actf, size_t(F))};
             return std::pair{h.get(size_t(H)), act.get(size_t(F))};
         };
         const auto got1 = run(1), got = run(layers);
@@ -407,6 +498,12 @@ TEST(CudaExperiment, PersistentChain) {
     rows.push_back({"two ahead, 2 KiB copies", time_pass([&] { persistent(k_two_ahead, n_ops, 2048); })});
     rows.push_back({"one ahead, lean sync", time_pass([&] { persistent(k_lean_sync, n_ops); })});
     rows.push_back({"  its waits alone", time_pass([&] { persistent(k_lean_sync | k_no_load, n_ops); })});
+    rows.push_back({"  its counters alone", time_pass([&] { persistent(k_lean_sync | k_no_load | k_bare, n_ops); })});
+    rows.push_back({"the counters alone, fenced", time_pass([&] { persistent(k_no_load | k_bare, n_ops); })});
+    prime_flagged(n_ops);
+    rows.push_back({"flagged x, one ahead (no counters)", time_pass([&] { persistent(k_flagged, n_ops); })});
+    prime_flagged(n_ops);
+    rows.push_back({"  its waits alone", time_pass([&] { persistent(k_flagged | k_no_load, n_ops); })});
     rows.push_back({"per-launch GEMVs, again", time_pass(graph_pass)});
     for (auto [name, us] : rows)
         std::printf("[chain] %-32s %9.1f us a pass  %6.2f us a GEMV  %7.1f GB/s\n", name, us, us / n_ops, bytes / (us * 1e-6) / 1e9);
