@@ -458,7 +458,9 @@ TEST(CudaExperiment, PersistentChain) {
     // Agreement after one layer (fp32 sums in another order: ~1e-6), and, reported only, after the
     // whole chain: 28 random layers with no residual amplify those roundings (about x1.4 a layer
     // through the gated product), so the chain's end differs by ~1e-2 whatever the order.
-    for (const auto& mc : {std::pair{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}, {k_lean_sync, 1u << 20}, {k_flagged, 1u << 20}}) {
+    const std::pair<int, uint32_t> checked[] = {{0, 1u << 20}, {k_two_ahead, 1u << 20}, {k_two_ahead, 2048u}, {k_lean_sync, 1u << 20},
+                                                {k_flagged, 1u << 20}};
+    for (const auto& mc : checked) {
         const int mode = mc.first;
         const uint32_t chunk = mc.second;
         auto run = [&](int n_layers) {
