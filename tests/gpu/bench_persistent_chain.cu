@@ -99,6 +99,14 @@ __device__ __forceinline__ void release_add(unsigned* p, unsigned v) {
 #endif
 }
 
+// Thread 0: the block has finished op i (its stores ordered before, by whoever fenced them).
+__device__ __forceinline__ void count_done(unsigned* done, bool lean) {
+    if (lean)
+        release_add(done, 1u);  // orders the block's y stores, seen through the barrier
+    else
+        atomicAdd(done, 1u);
+}
+
 // The block's rows of a matrix of `rows`: [r0, r1), spread evenly over the grid.
 __device__ __forceinline__ void block_rows(int rows, int& r0, int& r1) {
     r0 = int(int64_t(blockIdx.x) * rows / gridDim.x);
@@ -200,12 +208,8 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         }
         if (mode & k_bare) {
             if (tid == 0) {
-                if (lean) {
-                    release_add(done + i, 1u);
-                } else {
-                    __threadfence();
-                    atomicAdd(done + i, 1u);
-                }
+                if (!lean) __threadfence();
+                count_done(done + i, lean);
             }
             continue;
         }
@@ -268,12 +272,7 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
         if (!lean && !flagged) __threadfence();
         __syncthreads();  // every warp's reads of this op's buffer are done: it can take op i + 2's
         if (tid == 0) {
-            if (flagged)
-                ;
-            else if (lean)
-                release_add(done + i, 1u);  // orders the block's y stores, seen through the barrier
-            else
-                atomicAdd(done + i, 1u);
+            if (!flagged) count_done(done + i, lean);
             if (load && two_ahead && i + 2 < n_ops) prefetch(ops[i + 2], bufs[i & 1], &bars[i & 1], chunk);
         }
     }
@@ -378,14 +377,20 @@ TEST(CudaExperiment, PersistentChain) {
     const auto want1 = reference(1), want = reference(layers);
 
     // ---- the persistent chain, from the same x ----
-    std::vector<Op> ops;
+    // k_flagged's activations: 8-byte words (value, tag), the same chain.
+    cuda::Dev hf(size_t(H) * 8), qkvf(size_t(QKV) * 8), of(size_t(H) * 8), actf(size_t(F) * 8);
     auto bf = [](const cuda::Dev& d) { return static_cast<const __nv_bfloat16*>(d.p); };
-    for (const Layer& l : L) {
-        ops.push_back({bf(*l.qkv), nullptr, bf(norm_w), h.as<float>(), qkv.as<float>(), QKV, H});
-        ops.push_back({bf(*l.o), nullptr, nullptr, qkv.as<float>(), o.as<float>(), H, Q});
-        ops.push_back({bf(*l.gate), bf(*l.up), bf(norm_w), o.as<float>(), act.as<float>(), F, H});
-        ops.push_back({bf(*l.down), nullptr, nullptr, act.as<float>(), h.as<float>(), H, F});
-    }
+    auto chain_ops = [&](cuda::Dev& hh, cuda::Dev& qq, cuda::Dev& oo, cuda::Dev& aa) {  // the chain over these activations
+        std::vector<Op> list;
+        for (const Layer& l : L) {
+            list.push_back({bf(*l.qkv), nullptr, bf(norm_w), hh.as<float>(), qq.as<float>(), QKV, H});
+            list.push_back({bf(*l.o), nullptr, nullptr, qq.as<float>(), oo.as<float>(), H, Q});
+            list.push_back({bf(*l.gate), bf(*l.up), bf(norm_w), oo.as<float>(), aa.as<float>(), F, H});
+            list.push_back({bf(*l.down), nullptr, nullptr, aa.as<float>(), hh.as<float>(), H, F});
+        }
+        return list;
+    };
+    const std::vector<Op> ops = chain_ops(h, qkv, o, act), ops_flagged = chain_ops(hf, qkvf, of, actf);
     const int grid = sms;
     int buf_bytes = 0;
     for (const Op& op : ops) {
@@ -402,17 +407,6 @@ TEST(CudaExperiment, PersistentChain) {
     int per_sm = 0;
     TT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chain_kernel, k_threads, smem));
     ASSERT_GE(per_sm, 1) << "the persistent kernel does not fit an SM";
-    // k_flagged's activations: 8-byte words (value, tag), the same chain.
-    cuda::Dev hf(size_t(H) * 8), qkvf(size_t(QKV) * 8), of(size_t(H) * 8), actf(size_t(F) * 8);
-    std::vector<Op> ops_flagged = ops;
-    for (Op& op : ops_flagged) {
-        auto swap = [&](const float* p) {
-            return p == h.as<float>() ? hf.as<float>() : p == qkv.as<float>() ? qkvf.as<float>() : p == o.as<float>() ? of.as<float>()
-                                                                                                                        : actf.as<float>();
-        };
-        op.x = swap(op.x);
-        op.y = const_cast<float*>(swap(op.y));
-    }
     cuda::Dev ops_d(ops), ops_fd(ops_flagged);
     cuda::Dev done(size_t(n_ops) * sizeof(unsigned));
     TT_CUDA_CHECK(cudaMemset(done.p, 0, size_t(n_ops) * sizeof(unsigned)));
