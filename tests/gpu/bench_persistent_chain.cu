@@ -165,6 +165,10 @@ constexpr int k_two_ahead = 1, k_no_wait = 2, k_no_load = 4, k_lean_sync = 8, k_
 
 // The tag of op i's outputs in launch `epoch` (never 0xffffffff, the buffers' initial fill).
 __host__ __device__ constexpr uint32_t flag_tag(unsigned epoch, int i) { return epoch * 4096u + uint32_t(i) + 1u; }
+// A flagged activation word: the tag above the value's f32 bits.
+__host__ __device__ constexpr unsigned long long flag_word(uint32_t tag, uint32_t bits) {
+    return (static_cast<unsigned long long>(tag) << 32) | bits;
+}
 
 __device__ __forceinline__ unsigned long long load_relaxed_u64(const unsigned long long* p) {
     unsigned long long v = 0;
@@ -228,15 +232,16 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
                 if (op.norm_w) f *= __bfloat162float(op.norm_w[c]);
                 s_x[c] = f;
             }
-        }
-        for (int c = 4 * tid; c < (flagged ? 0 : op.cols); c += 4 * k_threads) {
-            float4 v = __ldcg(reinterpret_cast<const float4*>(op.x + c));
-            ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-            if (op.norm_w) {
-                v.x *= __bfloat162float(op.norm_w[c]), v.y *= __bfloat162float(op.norm_w[c + 1]);
-                v.z *= __bfloat162float(op.norm_w[c + 2]), v.w *= __bfloat162float(op.norm_w[c + 3]);
+        } else {
+            for (int c = 4 * tid; c < op.cols; c += 4 * k_threads) {
+                float4 v = __ldcg(reinterpret_cast<const float4*>(op.x + c));
+                ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+                if (op.norm_w) {
+                    v.x *= __bfloat162float(op.norm_w[c]), v.y *= __bfloat162float(op.norm_w[c + 1]);
+                    v.z *= __bfloat162float(op.norm_w[c + 2]), v.w *= __bfloat162float(op.norm_w[c + 3]);
+                }
+                *reinterpret_cast<float4*>(s_x + c) = v;
             }
-            *reinterpret_cast<float4*>(s_x + c) = v;
         }
         // The next op's weights start now, behind x's loads rather than ahead of them; their
         // buffer held op i - 1's, whose reads ended before the last barrier.
@@ -264,7 +269,7 @@ __global__ void __launch_bounds__(k_threads, 1) chain_kernel(const Op* ops, int 
             if (lane == 0) {
                 if (flagged)
                     store_relaxed_u64(reinterpret_cast<unsigned long long*>(op.y) + r0 + r,
-                                      (uint64_t(flag_tag(epoch, i)) << 32) | __float_as_uint(y));
+                                      flag_word(flag_tag(epoch, i), __float_as_uint(y)));
                 else
                     op.y[r0 + r] = y;
             }
@@ -435,7 +440,7 @@ TEST(CudaExperiment, PersistentChain) {
         for (size_t k = 0; k < w.size(); ++k) {
             uint32_t bits;
             std::memcpy(&bits, &x0[k], 4);
-            w[k] = (uint64_t(flag_tag(epoch, n - 1)) << 32) | bits;
+            w[k] = flag_word(flag_tag(epoch, n - 1), bits);
         }
         TT_CUDA_CHECK(cudaMemcpy(hf.p, w.data(), w.size() * 8, cudaMemcpyHostToDevice));
     };
