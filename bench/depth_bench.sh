@@ -15,7 +15,11 @@
 # {llama.cpp-src.tar.xz,build_llama.sh}, tokenizers/llama3 (tokenizer.json.xz, tokenizer_config.json).
 # Outputs in $OUT: d21.log, d21-summary.md and the JSON of every measurement.
 # DEPTHS (default 0,4096,8192,16384,32768); LLAMA=0 leaves llama.cpp out; KV_INT8=1 also runs each
-# binary with --kv-cache int8 (named NAME-kv8 in the summary).
+# binary with --kv-cache int8 (named NAME-kv8 in the summary). KEEP_WORK=1 leaves BENCH_WORK in
+# place after the bench step: bench/quant_bench.sh's setup makes the same checkpoint, archive, GGUF
+# and llama.cpp build (steps.sh's llama3_8b_setup), so one setup can serve both benchmarks, this
+# one first (its bench step reads them; quant_bench's removes them). The two share $work/results:
+# name no TT_BINS binary bf16, int8 or int4 (quant_bench's bench-NAME.json and validate-NAME.json).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -73,7 +77,7 @@ bench() {
   python3 "$repo/bench/depth_summary.py" "$res" $runs >"$OUT/d21-summary.md" 2>>"$log"
   cat "$OUT/d21-summary.md" | tee -a "$log"
   cp "$res"/*.json "$res"/*.jsonl "$OUT/" 2>/dev/null
-  rm -rf "$work"
+  [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
 }
 
 [[ "$steps" == *" setup "* ]] && setup
