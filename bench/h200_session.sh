@@ -10,50 +10,54 @@
 #           last bench/quant_bench.sh's bench step (the four formats against Q8_0 / Q4_K_M, 4 GiB,
 #           KL), which removes the setup.
 # Binaries and inputs as quant_bench.sh takes them (tests/gpu/stage.sh, then anchors/ and
-# tokenizers/llama3 in .carry). Run from the repository root; results in $OUT/{q19,d21,prof-*}.
+# tokenizers/llama3 in .carry). Run from the repository root; results in $OUT/{q19,d21,prof-*},
+# the tg128 JSONs and vram.tsv in $OUT, the log in $OUT/session.log.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export OUT=${OUT:-$PWD/h200-out}; mkdir -p "$OUT"
-t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-source tests/gpu/libs.sh
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 work=/dev/shm/q19; state=/dev/shm/q19out
-tg() {  # tg ARCHIVE NAME [ARGS...]: tg128 beside nvidia-smi's peak memory (sampled every 100 ms)
+# steps.sh's clock and log, and vram.sh's peak per process (res: where its samples go; lldir: the
+# llama.cpp build note_concurrency watches, quant_bench's).
+t_start=$(date +%s); deadline=600; log="$OUT/session.log"; res=$OUT; lldir=$work/llama
+source tests/gpu/libs.sh
+source bench/lib/steps.sh
+source bench/lib/vram.sh
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+tg() {  # tg ARCHIVE NAME [ARGS...]: tg128 against its roofline (tg_summary.py) and its peak VRAM
   local m=$1 n=$2; shift 2
-  ( while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; sleep 0.1; done ) >"$OUT/vram-$n.txt" &
-  local s=$!
-  timeout 90 .carry/bin/thintensor bench "$m" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 "$@" --json >"$OUT/tg-$n.json" 2>/dev/null
-  kill $s 2>/dev/null; wait $s 2>/dev/null
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['test']=='tg128'][0]; print(round(r['tokens_per_s'],1), '±', round(r['sd'],1), 'tok/s,', round(r['bytes_per_token']/1e9,3), 'GB/token, copy', round(d.get('device_copy_gbs',0)), 'GB/s, peak', max(int(x) for x in open(sys.argv[2]) if x.strip().isdigit()), 'MiB')" "$OUT/tg-$n.json" "$OUT/vram-$n.txt" 2>&1 | tail -1
+  vram_start "tg-$n"
+  timeout 90 .carry/bin/thintensor bench "$m" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 "$@" --json >"$OUT/tg-$n.json" 2>"$OUT/tg-$n.err"
+  vram_stop
+  say "$n tg128: $(python3 bench/tg_summary.py "$OUT/tg-$n.json" 2>/dev/null || tail -3 "$OUT/tg-$n.err")"
 }
 profile() {  # profile NAME SHAPE [BENCH_ARGS]
   mkdir -p "$OUT/prof-$1"
   BENCH_ARGS="${3:-}" OUT=$OUT/prof-$1 timeout 150 bash bench/profile_decode.sh "$2" >"$OUT/prof-$1/run.out" 2>&1
-  echo "profile $1 rc=$? [$(el) s]"; head -12 "$OUT/prof-$1/profile.log"
+  say "profile $1 rc=$?"; head -12 "$OUT/prof-$1/profile.log"
 }
 case "${CALL:-}" in
 1)
   mkdir -p "$state"; rm -f "$state/SETUP_DONE"
   setsid nohup bash -c "OUT=$state BENCH_WORK=$work STEPS=setup BENCH_DEADLINE_S=900 bash bench/quant_bench.sh .carry >$state/setup.out 2>&1; echo \"setup rc=\$?\" >$state/SETUP_DONE" </dev/null >/dev/null 2>&1 &
-  echo "setup started [$(el) s]"
+  say "setup started"
   profile qwen3-0.6b qwen3-0.6b
-  echo "qwen3-0.6b tg128: $(tg /tmp/ttprof/qwen3-0.6b.thin qwen3-0.6b) [$(el) s]"
-  while [ ! -f "$state/SETUP_DONE" ] && [ "$(el)" -lt 570 ]; do sleep 10; done
-  echo "[$(el) s] $(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running: wait for it in call 2')"
+  tg /tmp/ttprof/qwen3-0.6b.thin qwen3-0.6b
+  while [ ! -f "$state/SETUP_DONE" ] && [ "$(elapsed)" -lt 570 ]; do sleep 10; done
+  say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running: wait for it in call 2')"
   tail -4 "$state/q19.log" 2>/dev/null
   ;;
 2)
-  while [ ! -f "$state/SETUP_DONE" ] && [ "$(el)" -lt 150 ]; do sleep 5; done
-  echo "[$(el) s] $(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running')"
+  while [ ! -f "$state/SETUP_DONE" ] && [ "$(elapsed)" -lt 150 ]; do sleep 5; done
+  say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running')"
   cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
   OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=220 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
     bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
-  echo "depth bench rc=$? [$(el) s]"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
+  say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
   mkdir -p /tmp/ttprof && ln -sf "$work/bf16.thin" /tmp/ttprof/llama3-8b.thin
-  [ "$(el)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
-  [ "$(el)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
-  OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(el) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
-  echo "quant bench rc=$? [$(el) s]"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
+  [ "$(elapsed)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
+  [ "$(elapsed)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
+  OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
+  say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
   ;;
 *) echo "usage: CALL=1|2 bench/h200_session.sh"; exit 2 ;;
 esac

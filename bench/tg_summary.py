@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Prints 'tok/s  % of roofline' of the first decode result of a `thintensor bench --json` output."""
+"""Prints 'tok/s ± sd, GB a token, % of roofline' of the first decode result of a `thintensor bench
+--json` output (the A/B calls compare the sd; the roofline is bytes a token over the copy rate)."""
 import json, sys
 r = [x for x in json.load(open(sys.argv[1]))["results"] if x["test"].startswith("tg")][0]
-print(f"{r['tokens_per_s']:.1f} tok/s {100 * r['gbs'] / r['roofline_gbs']:.1f}% of roofline")
+print(f"{r['tokens_per_s']:.1f} ± {r['sd']:.1f} tok/s, {r['bytes_per_token'] / 1e9:.3f} GB a token, "
+      f"{100 * r['gbs'] / r['roofline_gbs']:.1f}% of roofline")

@@ -31,7 +31,7 @@ source "$work/quant.sh"
 echo "quant.sh: $pass passed, $failed failed [$(el) s]"
 tg() {  # tg BINARY JSON
   timeout 60 "$1" bench $w8/llama3-8b.thin --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 --profile max-max-perf --json > "$2" 2>/dev/null
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['test']=='tg128'][0]; print(round(r['tokens_per_s'],1), '±', round(r['sd'],1), 'tok/s,', round(r['bytes_per_token']/1e9,3), 'GB/token, copy', round(d.get('device_copy_gbs',0)), 'GB/s')" "$2" 2>&1 | tail -1
+  python3 bench/tg_summary.py "$2" 2>&1 | tail -1
 }
 while [ "$ab" = 1 ] && [ ! -f $w8/ready ] && [ "$(el)" -lt 380 ]; do sleep 2; done
 for r in 1 2; do for v in old new; do
