@@ -5,9 +5,9 @@
 // 16-byte pieces: INT4 always, INT8 when cols % 16 == 0 (every real model). The other takes odd
 // INT8 row lengths (test shapes): one weight per lane and step, x staged in shared memory. Both
 // form the products exactly (the tensor-core one on integers: q and x's digits, see below); the
-// only roundings are x's to 30 bits of its largest element there and the f32 sums', in another
-// order than the CPU reference's. INT8 sums q * x over the row and scales once, INT4 scales each
-// group's sum.
+// only roundings are x's there (INT8: to 30 bits of its largest element; INT4: to 15 signed bits
+// of each group of 32 columns' largest) and the f32 sums', in another order than the CPU
+// reference's. INT8 sums q * x over the row and scales once, INT4 scales each group's sum.
 //
 // A CUDA-core GEMV that widened 16-byte pieces in registers (a byte permute, a subtraction and an
 // FMA per weight) ran INT4 at 0.45-0.6 TB/s and INT8 at 1.2-1.8 TB/s on the H200: three
@@ -126,17 +126,24 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // The weights enter the tensor cores as signed bytes: INT8 as stored, INT4's nibble n = q + 8 as
 // the byte 16 q = (n << 4) ^ 0x80 (one LOP3 for the odd columns, a shift and one for the even),
 // where widening to f16 took about nine instructions per eight weights. x, staged once per block,
-// is the integer X = round(x * 2^e) below 2^30 (the power of two from max|x|) in four signed
-// base-256 digits, X = d3 2^24 + d2 2^16 + d1 2^8 + d0; each word takes two MMAs, digits (d3, d2)
-// then (d1, d0) in the B operand's columns 2t and 2t + 1 for the k slots of quad lane t, zero
-// elsewhere. Lane (g, t) then finds in c[0], c[1] (row g) and c[2], c[3] (row g + 8) the digit
-// sums of exactly the 16 bytes of weights it loaded — one INT4 group of 32 (or part of a larger
-// one), which it scales itself. So no weights move between lanes and the k order is free: each
-// lane's A slots take its bytes in the order the widening produces them, and x is stored in that
-// order. INT8 keeps a row's digit sums in s32 across the whole row (a lane's, at most
-// cols / 32 * 127 * 128: exact in f32 up to ~33k columns, inside s32 up to 4M) and joins them
-// once; INT4 joins each step's into d3 2^8 + d2 and d1 2^8 + d0 (below 2^28, one f32 rounding
-// each), scales them and adds the two at the tile's end (times 2^16).
+// is an integer X = round(x * 2^e) in signed base-256 digits, in the B operand's columns 2t and
+// 2t + 1 for the k slots of quad lane t, zero elsewhere. Lane (g, t) then finds in c[0], c[1] (row
+// g) and c[2], c[3] (row g + 8) the digit sums of exactly the 16 bytes of weights it loaded — one
+// INT4 group of 32 (or part of a larger one), which it scales itself. So no weights move between
+// lanes and the k order is free: each lane's A slots take its bytes in the order the widening
+// produces them, and x is stored in that order.
+// - INT8 (stage_x_digits): X below 2^30, e from the whole vector's max|x|, four digits
+//   X = d3 2^24 + d2 2^16 + d1 2^8 + d0; each word takes two MMAs, digits (d3, d2) then (d1, d0). A
+//   lane keeps a row's digit sums in s32 across the whole row (at most cols / 32 * 127 * 128: exact
+//   in f32 up to ~33k columns, inside s32 up to 4M) and joins them once, so every column shares e.
+// - INT4 (stage_x_groups): X below 2^14, e from each group of 32 columns' own max|x| (one lane's
+//   16 bytes of a step), two digits X = d1 2^8 + d0: one MMA per word. A lane joins each step's
+//   sums into d1 2^8 + d0 (below 2^27, one f32 rounding) and scales it by the weights' group scale
+//   times x's 2^-e. Four digits took two MMAs per word and a block-wide max before any digit:
+//   two digits decode the 8B INT4 4.5% faster on the H200, 2.6% on an H100 (2026-12-06). x is
+//   then held to 2^-14 of its group's largest element rather than 2^-30 of the vector's
+//   (docs/QUANTIZATION.md: the INT4 kernel cases' bound is 5e-4 against the CPU reference, INT8's
+//   2e-5).
 // On the H200 this took the INT4 GEMVs of the 8B shapes from 94.7 to 90.5 us (head) and 27.2 to
 // 25.3 us (gate+up) against the f16 tensor-core path it replaced (2026-12-05, bench/results/
 // 2026-12-05-gemv-imma/README.md).
@@ -158,103 +165,186 @@ __device__ __forceinline__ int x_slot(int c) {
 __device__ __forceinline__ uint32_t nib_lo(uint32_t w) { return ((w << 4) & 0xF0F0F0F0u) ^ 0x80808080u; }  // columns 0, 2, 4, 6
 __device__ __forceinline__ uint32_t nib_hi(uint32_t w) { return (w & 0xF0F0F0F0u) ^ 0x80808080u; }         // columns 1, 3, 5, 7
 
-// Stages x (times the pre-norm weight when fused) as the digits of X = round(x * 2^e), zero-padded
-// to kpad columns (cols % 8 == 0): 32 bytes per block of 8 columns (slot order), its 8 d3, 8 d1,
-// 8 d2 and 8 d0 bytes, so the lane feeding a digit pair (d3, d1 or d2, d0) reads both MMAs' B
-// operands of a word (INT4) or half a word (INT8) in one 16-byte load. One pass over global
-// memory: a thread takes whole blocks and parks their f32 values in the same 32 bytes until the
-// block-wide max is known, then overwrites them with the digits (no other thread touches them).
-// Returns the RMS factor (1 without the norm) and sets unscale = 2^-e (NaN when x holds a NaN or
-// an inf, which the integers cannot carry).
-template <QuantScheme Q, typename W>
+// x's blocks of 8 columns as the stagings below read them: XB blocks per thread at a time (blocks
+// b0, b0 + blockDim.x, ...), the loads of all of them (x and the pre-norm's weights) issued before
+// any is used: those trips are long, queued behind the weights' first loads, and a wide x (down:
+// 14336 columns, 7 blocks a thread) took 7 of them (H200, 2026-12-05: down INT8 24.95 -> 23.83 us,
+// 8B INT8 decode +2.2%; bench/results/2026-12-05-h200-gemv-cfg). v[j]: block j's 8 values times
+// the norm's weight (zero past cols, and for a block past the end); ss gains their squares unnormed.
+template <int XB, typename W>
+__device__ __forceinline__ void load_x_blocks(float (&v)[XB][8], int b0, int n_blocks, const float* x, int cols, const W* norm_w,
+                                              float offset, float& ss) {
+    constexpr int wvec = int(8 * sizeof(W) / 16);  // 16-byte pieces of 8 norm weights
+    const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+    const bool wv = !norm_w || (reinterpret_cast<uintptr_t>(norm_w) & 15) == 0;
+    int4 wraw[XB][wvec];  // the norm's weights as loaded: converted only after every load is issued
+#pragma unroll
+    for (int j = 0; j < XB; ++j) {
+        const int c0 = 8 * (b0 + j * int(blockDim.x));
+        const bool in = c0 < cols && b0 + j * int(blockDim.x) < n_blocks;
+        if (in && vec) {
+            const float4 p = __ldg(reinterpret_cast<const float4*>(x + c0)), q = __ldg(reinterpret_cast<const float4*>(x + c0 + 4));
+            v[j][0] = p.x, v[j][1] = p.y, v[j][2] = p.z, v[j][3] = p.w, v[j][4] = q.x, v[j][5] = q.y, v[j][6] = q.z, v[j][7] = q.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) v[j][k] = in ? x[c0 + k] : 0.0f;
+        }
+        W* wr = reinterpret_cast<W*>(wraw[j]);
+        if (norm_w && in && wv) {
+#pragma unroll
+            for (int k = 0; k < wvec; ++k) wraw[j][k] = __ldg(reinterpret_cast<const int4*>(norm_w + c0) + k);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) wr[k] = norm_w && in ? norm_w[c0 + k] : W{};
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < XB; ++j) {
+        const W* wr = reinterpret_cast<const W*>(wraw[j]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            ss += v[j][k] * v[j][k];
+            if (norm_w) v[j][k] *= to_float(wr[k]) + offset;
+        }
+    }
+}
+
+// X = round(x * 2^e) of 8 columns in four signed base-256 digits (balanced: each in [-128, 127]),
+// X = d3 2^24 + d2 2^16 + d1 2^8 + d0, into the staged layout: 32 bytes, 8 d3, 8 d1, 8 d2, 8 d0
+// bytes (column k of the block at byte k of each, v already in slot order).
+__device__ __forceinline__ void store_digits(uint8_t* dst, const float (&v)[8], float up) {
+    uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        int X = __float2int_rn(v[k] * up);
+        const int d0 = int(int8_t(X));
+        X = (X - d0) >> 8;
+        const int d1 = int(int8_t(X));
+        X = (X - d1) >> 8;
+        const int d2 = int(int8_t(X));
+        const int d3 = (X - d2) >> 8;
+        const int sh = 8 * (k & 3);
+        d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
+        d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
+        d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
+        d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
+    }
+    reinterpret_cast<uint4*>(dst)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
+    reinterpret_cast<uint4*>(dst)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
+}
+
+// The power of two e that keeps X = round(x * 2^e) below 2^bits for |x| <= mx (bits 30: INT8's
+// four digits, d3 in [-64, 64]; 14: INT4's two, d1 in [-64, 64]), |e| <= 100 so that both 2^e and
+// 2^-e are normal floats; 0 for mx = 0 or not finite.
+__device__ __forceinline__ int digits_exponent(float mx, int bits) {
+    int E = 0;
+    frexpf(mx, &E);  // mx < 2^E
+    return mx > 0 && isfinite(mx) ? max(-100, min(100, bits - E)) : 0;
+}
+
+// INT8: stages x (times the pre-norm weight when fused) as the digits of X = round(x * 2^e),
+// zero-padded to kpad columns (cols % 8 == 0), e from the whole vector's max|x|: a lane keeps a
+// row's digit sums in s32 across the row and scales them once, so every column shares e. 32 bytes
+// per block of 8 columns (store_digits), so the lane feeding a digit pair (d3, d1 or d2, d0) reads
+// both MMAs' B operands of half a word in one 16-byte load. One pass over global memory: a thread
+// parks its blocks' f32 values in the same 32 bytes until the block-wide max is known, then
+// overwrites them with the digits (no other thread touches them). Returns the RMS factor (1
+// without the norm) and sets unscale = 2^-e (NaN when x holds a NaN or an inf, which the integers
+// cannot carry).
+template <typename W>
 __device__ float stage_x_digits(uint8_t* s_d, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
                                 float& unscale) {
     __shared__ float scratch[32];
     float* s_f = reinterpret_cast<float*>(s_d);
-    const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;
     const int n_blocks = kpad / 8;
     float ss = 0, mx = 0, nonfinite = 0;
-    // A thread's blocks two at a time, the loads of both (x and the norm's weights) issued before
-    // either is used: those trips are long, queued behind the weights' first loads, and a wide x
-    // (down: 14336 columns, 7 blocks a thread) took 7 of them (H200, 2026-12-05: down INT8 24.95 ->
-    // 23.83 us, 8B INT8 decode +2.2%; bench/results/2026-12-05-h200-gemv-cfg).
     constexpr int XB = 2;
-    constexpr int wvec = int(8 * sizeof(W) / 16);  // 16-byte pieces of 8 norm weights
-    const bool wv = !norm_w || (reinterpret_cast<uintptr_t>(norm_w) & 15) == 0;
     for (int b0 = threadIdx.x; b0 < n_blocks; b0 += XB * int(blockDim.x)) {
         float v[XB][8];
-        int4 wraw[XB][wvec];  // the norm's weights as loaded: converted only after every load is issued
-#pragma unroll
-        for (int j = 0; j < XB; ++j) {
-            const int c0 = 8 * (b0 + j * int(blockDim.x));
-            const bool in = c0 < cols;
-            if (in && vec) {
-                const float4 p = __ldg(reinterpret_cast<const float4*>(x + c0)), q = __ldg(reinterpret_cast<const float4*>(x + c0 + 4));
-                v[j][0] = p.x, v[j][1] = p.y, v[j][2] = p.z, v[j][3] = p.w, v[j][4] = q.x, v[j][5] = q.y, v[j][6] = q.z, v[j][7] = q.w;
-            } else {
-#pragma unroll
-                for (int k = 0; k < 8; ++k) v[j][k] = in ? x[c0 + k] : 0.0f;
-            }
-            W* wr = reinterpret_cast<W*>(wraw[j]);
-            if (norm_w && in && wv) {
-#pragma unroll
-                for (int k = 0; k < wvec; ++k) wraw[j][k] = __ldg(reinterpret_cast<const int4*>(norm_w + c0) + k);
-            } else {
-#pragma unroll
-                for (int k = 0; k < 8; ++k) wr[k] = norm_w && in ? norm_w[c0 + k] : W{};
-            }
-        }
+        load_x_blocks<XB>(v, b0, n_blocks, x, cols, norm_w, offset, ss);
 #pragma unroll
         for (int j = 0; j < XB; ++j) {
             const int blk = b0 + j * int(blockDim.x);
             if (blk >= n_blocks) break;
-            const W* wr = reinterpret_cast<const W*>(wraw[j]);
-            float o[8];
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
-                ss += v[j][k] * v[j][k];
-                const float n = norm_w ? v[j][k] * (to_float(wr[k]) + offset) : v[j][k];
-                mx = fmaxf(mx, fabsf(n));
-                nonfinite = fmaf(n, 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
-                o[x_slot<Q>(k)] = n;
+                mx = fmaxf(mx, fabsf(v[j][k]));
+                nonfinite = fmaf(v[j][k], 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
             }
-            reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(o[0], o[1], o[2], o[3]);
-            reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(o[4], o[5], o[6], o[7]);
+            reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(v[j][0], v[j][1], v[j][2], v[j][3]);
+            reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(v[j][4], v[j][5], v[j][6], v[j][7]);
         }
     }
     if (!(nonfinite == 0.0f)) mx = INFINITY;  // a NaN or inf in x: the sums become NaN (unscale below)
     mx = block_max(mx, scratch);
     const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
-    int E = 0;
-    frexpf(mx, &E);  // mx < 2^E
-    // X below 2^30: d3 lies in [-64, 64].
-    const int e = mx > 0 ? max(-100, min(100, 30 - E)) : 0;  // |e| <= 100: both powers are normal floats
+    const int e = digits_exponent(mx, 30);
     const float up = ldexpf(1.0f, e);
     unscale = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
     for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
         const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
         const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-        uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            int X = __float2int_rn(v[k] * up);
-            const int d0 = int(int8_t(X));  // balanced digits: each in [-128, 127]
-            X = (X - d0) >> 8;
-            const int d1 = int(int8_t(X));
-            X = (X - d1) >> 8;
-            const int d2 = int(int8_t(X));
-            const int d3 = (X - d2) >> 8;
-            const int sh = 8 * (k & 3);
-            d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
-            d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
-            d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
-            d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
-        }
-        reinterpret_cast<uint4*>(s_d + 32 * blk)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
-        reinterpret_cast<uint4*>(s_d + 32 * blk)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
+        store_digits(s_d + 32 * blk, v, up);
     }
     __syncthreads();
     return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
+}
+
+// INT4: stages x (times the pre-norm weight when fused) as the two digits of X = round(x * 2^e)
+// below 2^14, e from each group of 32 columns' own max|x| (4 blocks of 8, one lane's piece of a
+// step, which the lane scales by itself anyway); s_u[group] holds its 2^-e (NaN for a group with
+// a NaN or an inf). 16 bytes per block of 8 columns (slot order): its 8 d1, then its 8 d0 bytes.
+// With no block-wide max to wait for, each thread writes its digits straight from the loads (no
+// f32 parking, no second pass over shared memory, no block reduction). The 4 threads of a quad
+// take a group's 4 blocks; every thread runs the same rounds, so the quad's shuffles see all four.
+// Returns the RMS factor (1 without the norm).
+template <typename W>
+__device__ float stage_x_groups(uint8_t* s_d, float* s_u, int kpad, const float* x, int cols, const W* norm_w, float offset,
+                                float eps) {
+    __shared__ float scratch[32];
+    const int n_blocks = kpad / 8;  // a multiple of 16 (kpad: whole steps of 128 columns)
+    float ss = 0;
+    constexpr int XB = 2;
+    for (int base = 0; base < n_blocks; base += XB * int(blockDim.x)) {
+        float v[XB][8];
+        const int b0 = base + int(threadIdx.x);
+        load_x_blocks<XB>(v, b0, n_blocks, x, cols, norm_w, offset, ss);
+#pragma unroll
+        for (int j = 0; j < XB; ++j) {
+            const int blk = b0 + j * int(blockDim.x);  // the quad's 4 blocks are all in or all out
+            float mx = 0, nonfinite = 0;
+            float o[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                mx = fmaxf(mx, fabsf(v[j][k]));
+                nonfinite = fmaf(v[j][k], 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
+                o[x_slot<QuantScheme::int4>(k)] = v[j][k];
+            }
+            if (!(nonfinite == 0.0f)) mx = INFINITY;
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            if (blk >= n_blocks) continue;
+            const int e = digits_exponent(mx, 14);
+            const float up = ldexpf(1.0f, e);
+            uint32_t d[2][2] = {};
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const int X = __float2int_rn(o[k] * up);
+                const int d0 = int(int8_t(X));
+                const int d1 = (X - d0) >> 8;
+                d[0][k >> 2] |= uint32_t(d1 & 0xFF) << (8 * (k & 3));
+                d[1][k >> 2] |= uint32_t(d0 & 0xFF) << (8 * (k & 3));
+            }
+            reinterpret_cast<uint4*>(s_d + 16 * blk)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
+            if ((blk & 3) == 0) s_u[blk >> 2] = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
+        }
+    }
+    // block_sum's barriers also publish the digits; without the norm, one barrier does.
+    if (!norm_w) {
+        __syncthreads();
+        return 1.0f;
+    }
+    return rsqrtf(block_sum(ss, scratch) / cols + eps);
 }
 
 // One warp's loads of MS steps (s0, s0 + NW, ...; NW warps a block): rows g and g + 8 (16 bytes each)
@@ -289,12 +379,13 @@ struct MmaBatch {
     }
 };
 
-// The dot products of one batch (steps s0, s0 + NW, ...) into acc (INT4: each row's
-// (d3, d2) and (d1, d0) sums of each step, scaled by its group's scale) or ci (INT8: the rows'
-// digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the staged x (mma_rows).
+// The dot products of one batch (steps s0, s0 + NW, ...) into acc (INT4: each row's d1 2^8 + d0
+// sums of each step, times its group's scale and x's 2^-e, xu[4 step]) or ci
+// (INT8: the rows' digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the
+// staged x (mma_rows).
 template <QuantScheme Q, int MS, int NW>
 __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS, NW>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
-                                          float (&acc)[2][2], int (&ci)[2][4]) {
+                                          const float* xu, float (&acc)[2], int (&ci)[2][4]) {
 #pragma unroll
     for (int u = 0; u < MS; ++u) {
         const int st = s0 + NW * u;
@@ -303,19 +394,16 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS, NW>& b, int s0, 
         const uint32_t* a0 = reinterpret_cast<const uint32_t*>(&b.v[u][0]);
         const uint32_t* a1 = reinterpret_cast<const uint32_t*>(&b.v[u][1]);
         if constexpr (Q == QuantScheme::int4) {
-            int c[2][4] = {};
+            int c[4] = {};
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 32 * i);
+                const uint2 bx = *reinterpret_cast<const uint2*>(xs + xf * 16 * i);
                 const uint32_t fa[4] = {nib_lo(a0[i]), nib_lo(a1[i]), nib_hi(a0[i]), nib_hi(a1[i])};
-                mma16832_s8(c[0], fa, bx.x, bx.y);
-                mma16832_s8(c[1], fa, bx.z, bx.w);
+                mma16832_s8(c, fa, bx.x, bx.y);
             }
+            const float xg = xu[4 * st];  // x's 2^-e for the lane's 32 columns
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                acc[r][0] = fmaf(b.sc[u][r], float(c[0][2 * r] * 256 + c[0][2 * r + 1]), acc[r][0]);
-                acc[r][1] = fmaf(b.sc[u][r], float(c[1][2 * r] * 256 + c[1][2 * r + 1]), acc[r][1]);
-            }
+            for (int r = 0; r < 2; ++r) acc[r] = fmaf(b.sc[u][r] * xg, float(c[2 * r] * 256 + c[2 * r + 1]), acc[r]);
         } else {
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
@@ -376,19 +464,25 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     pdl_launch_dependents();
     if constexpr (!PRELOAD) start();
     if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
-    float unscale;
-    const float x_scale = stage_x_digits<Q>(s_d, kpad, x, cols, norm_w, offset, eps, unscale);
-    if constexpr (Q == QuantScheme::int4) unscale *= 1.0f / 16;  // the weights are 16 q
-    // In the staged x (32 bytes per 8 columns) a step is step_cols / 8 blocks, lane t's piece
-    // starts t / 4 of a step in, an INT4 word is one block, an INT8 word half of one; lane g
-    // feeds (d3, d1) when even, (d2, d0) when odd.
+    // INT4: each group of 32 columns' 2^-e after the digits (mma_smem_bytes), the lane's at xu[4 step].
+    float* s_u = reinterpret_cast<float*>(s_d + (Q == QuantScheme::int4 ? 2 : 4) * kpad);
+    const float* xu = s_u + t;
+    float unscale = 1.0f / 16, x_scale;  // INT4: the weights are 16 q, x's powers of two are applied per group
+    if constexpr (Q == QuantScheme::int4) x_scale = stage_x_groups(s_d, s_u, kpad, x, cols, norm_w, offset, eps);
+    else x_scale = stage_x_digits(s_d, kpad, x, cols, norm_w, offset, eps, unscale);
+    // In the staged x a step is step_cols / 8 blocks and lane t's piece starts t / 4 of a step in.
+    // INT8: 32 bytes per block, a word is half a block, lane g feeds (d3, d1) when even, (d2, d0)
+    // when odd. INT4: 16 bytes per block, a word is one block, lane g feeds d1 when even, d0 when
+    // odd.
     const bool feeds = g / 2 == t;
-    const uint8_t* xb = feeds ? s_d + 16 * (g & 1) + 32 * t * (step_cols / 32) : reinterpret_cast<const uint8_t*>(&s_zero);
-    const int xstep = feeds ? 4 * step_cols : 0, xf = feeds ? 1 : 0;
+    const uint8_t* xb = !feeds ? reinterpret_cast<const uint8_t*>(&s_zero)
+                        : Q == QuantScheme::int4 ? s_d + 8 * (g & 1) + 64 * t
+                                                 : s_d + 16 * (g & 1) + 32 * t * (step_cols / 32);
+    const int xstep = feeds ? (Q == QuantScheme::int4 ? 2 : 4) * step_cols : 0, xf = feeds ? 1 : 0;
     int it = 0;  // this block's tiles so far
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {
         float acc[2] = {};
-        float acc2[2][2] = {};  // INT4: each row's (d3, d2) and (d1, d0) sums, scaled
+        float acc2[2] = {};  // INT4: each row's sums, scaled
         int ci[2][4] = {};      // INT8: the rows' digit sums accumulate in the tensor core across steps
         const uint8_t* wn[2] = {w[0], w[1]};
         const float* sn[2] = {s[0], s[1]};
@@ -399,7 +493,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                 find_rows(tile + int(gridDim.x), wn, sn);
                 next.load(wn, sn, warp, n_steps, ln);
             }
-            mma_batch<Q, MS, NW>(cur, warp + bi * NW * MS, n_steps, xb, xstep, xf, acc2, ci);
+            mma_batch<Q, MS, NW>(cur, warp + bi * NW * MS, n_steps, xb, xstep, xf, xu, acc2, ci);
             cur = next;
         }
         if constexpr (Q == QuantScheme::int8) {
@@ -409,7 +503,7 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                               float(ci[1][2 * r + 1])) * __ldg(s[r]);
         } else {
 #pragma unroll
-            for (int r = 0; r < 2; ++r) acc[r] = fmaf(acc2[r][0], 65536.0f, acc2[r][1]);
+            for (int r = 0; r < 2; ++r) acc[r] = acc2[r];
         }
         if (n_batches == 0 && tile + int(gridDim.x) < n_tiles) find_rows(tile + int(gridDim.x), wn, sn);
 #pragma unroll
@@ -570,11 +664,13 @@ void launch_persistent(K kernel, int n_groups, int cols, cudaStream_t s, Args&&.
 }
 
 // The tensor-core GEMV's grid: a block per tile, at most as many as fit at once; its shared
-// memory holds x's two halves, padded to whole steps.
+// memory holds x's digits, padded to whole steps (INT8 4 bytes per column, INT4 2), and INT4's
+// power of two per group of 32 columns.
 size_t mma_smem_bytes(QuantScheme q, int cols) {
     const int row_bytes = q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes;
-    return size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes) * 4;  // 4 digit bytes per column
+    const size_t kpad = size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes);
+    return q == QuantScheme::int4 ? kpad * 2 + kpad / 32 * sizeof(float) : kpad * 4;
 }
 
 template <typename K, typename... Args>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stop 56, prepared, not run (run from the repository root after tests/gpu/stage.sh, with main's
-# thintensor in .carry/old.tar.xz): INT4's x in two digits per
+# Stop 56, prepared; stop 57 ran it (from the repository root after tests/gpu/stage.sh of main, with
+# the patch's thintensor and gpu_tests in .carry/x2.tar.xz as bin/): INT4's x in two digits per
 # group of 32 columns (x-groups-two-digits.patch of ../2026-12-06-h100-int4-x-groups) with the
 # INT4 kernel cases' bound at 5e-4: (1) the quantized kernel cases; (2) tests/gpu/quant.sh, the
 # quantized profiles on CUDA against the CPU (reports and greedy text) on TinyStories-656K and
@@ -8,15 +8,17 @@
 # max-max-perf), old (main) against new, alternated twice.
 export OUT=${OUT:-$PWD/w-out}; mkdir -p "$OUT"
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-C=.carry; TT=$C/bin/thintensor; S=$C/shared
+C=.carry; S=$C/shared
 source tests/gpu/libs.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-mkdir -p $C/old && xz -dc $C/old.tar.xz | tar -C $C/old -xf -
+# new: the patch's thintensor and gpu_tests from $C/x2.tar.xz; old: main's, the payload's.
+mkdir -p $C/x2 && xz -dc $C/x2.tar.xz | tar -C $C/x2 -xf -
+NEW=$PWD/$C/x2/bin; OLD=$PWD/$C/bin; TT=$NEW/thintensor
 w8=/dev/shm/x2; mkdir -p $w8
 ab=${X2_AB:-1}  # X2_AB=0: no 8B A/B (the device time is short; stop 55 measured it)
 [ "$ab" = 1 ] && ( python3 bench/hf_random_model.py llama3-8b $w8/l $w8/l.json --no-speed > $w8/ckpt.log 2>&1
   nice $TT -q convert $w8/l -o $w8/llama3-8b.thin --dtype bf16 2>/dev/null && rm -rf $w8/l; echo ok > $w8/ready ) &
-timeout 150 $C/bin/gpu_tests --gtest_filter='*gemv_int*:*gemv_gated_int*:*dequantize*:*moe_ffn*' > "$OUT/kt.log" 2>&1; echo "kernel cases rc=$? [$(el) s]"
+timeout 150 $NEW/gpu_tests --gtest_filter='*gemv_int*:*gemv_gated_int*:*dequantize*:*moe_ffn*' > "$OUT/kt.log" 2>&1; echo "kernel cases rc=$? [$(el) s]"
 grep -E '^\[  (PASSED|FAILED)' "$OUT/kt.log" | head -12
 work=$(mktemp -d)
 pass=0; failed=0
@@ -36,7 +38,7 @@ tg() {  # tg BINARY JSON
 while [ "$ab" = 1 ] && [ ! -f $w8/ready ] && [ "$(el)" -lt 380 ]; do sleep 2; done
 for r in 1 2; do for v in old new; do
   { [ "$ab" = 1 ] && [ "$(el)" -le 430 ]; } || continue
-  b=$PWD/$C/bin/thintensor; [ $v = old ] && b=$PWD/$C/old/thintensor
+  b=$NEW/thintensor; [ $v = old ] && b=$OLD/thintensor
   echo "8B INT4 $v r$r: $(tg $b "$OUT/tg-int4-$v-r$r.json") [$(el) s]"
 done; done
 (cd "$OUT" && tar czf /tmp/x2.tgz . && mv /tmp/x2.tgz "$OUT/")
