@@ -99,9 +99,12 @@ __device__ __forceinline__ void prefetch_first_rows(const Block<KV>& b, int rows
 // the raw projections; one warp per head prepares them (bias, q/k norm, RoPE: the same rope.cuh as
 // prefill), and the block whose split holds the newest position also writes that position's k and
 // v into the cache before any key is read. A KV-shared layer (r.k null) writes nothing: its source
-// layer wrote the row this step. s_k: [hd] f32 scratch for the new k. Ends with a barrier.
+// layer wrote the row this step. s_k: [hd] f32 scratch for the new k; s_v (or null): [hd], the new
+// v in f32. fence: whether a later cp.async reads the new row back from the cache (false when the
+// caller puts it into its tile from s_k and s_v itself). Ends with a barrier.
 template <typename W, typename KV, bool ROPE>
-__device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float* s_q, float* s_k) {
+__device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float* s_q, float* s_k, float* s_v = nullptr,
+                             bool fence = true) {
     const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, hd = b.hd, group = b.group, kvh = b.kvh;
     if constexpr (ROPE) {
         const RopeArgs& r = a.rope;
@@ -131,12 +134,12 @@ __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float*
                     vs = r.v_scale + si;
                 }
                 write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
-                                     r.norm_eps, ks, vs);
+                                     r.norm_eps, ks, vs, s_v);
             }
         }
         // The newest row goes to the cache from this block's threads and comes back through
         // cp.async, which reads L2: the fence puts the writes there before the barrier.
-        if (newest) __threadfence();
+        if (newest && fence) __threadfence();
     } else {
         for (int i = threadIdx.x; i < group * hd; i += blockDim.x) s_q[i] = a.q[size_t(kvh * group) * hd + i];
     }

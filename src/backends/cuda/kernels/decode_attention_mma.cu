@@ -15,6 +15,13 @@
 // ... — no barrier between warps until their states are merged (decode::merge_warps), then the
 // splits (decode::merge_splits). Two blocks fit per SM.
 //
+// The prologue is a chain of L2 trips, and at a short context it is most of the kernel (9.6-11.2
+// us a layer under ncu on the H200, 2026-12-06). With fused RoPE and a 16-bit cache the first
+// stages go out before pdl_wait (the keys before pos are earlier steps'), and the newest row,
+// which this block writes, enters its stage from shared memory: no fence and no trip back through
+// L2 for it. That measured +2.4% decode on Qwen3-0.6B, +0.4% on the 8B at depth 0, +1.3% at 4096
+// and +0.7% at 16384 (H100, 2026-12-07, bench/results/2026-12-07-h100-attn-early/).
+//
 // Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill
 // and transformers' bf16 attention do), f32 accumulation and softmax.
 //
@@ -61,26 +68,14 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
     const int group = b.group;
     float* s_q = smem;               // [group][HD] f32
     float* s_k = s_q + group * HD;   // [HD]: the newest k while it is prepared
+    float* s_v = s_k + HD;           // [HD]: the newest v (EARLY)
     // [k_warps][k_stages][K | V][BN][HD] swizzled (Q8: [K | V][BN][HD] INT8 rows, then [K | V][BN]
     // scales, and after the stages each warp's widened [K | V][BN][HD] f16 tile, swizzled).
-    uint8_t* tiles = reinterpret_cast<uint8_t*>(s_k + HD);
+    uint8_t* tiles = reinterpret_cast<uint8_t*>(s_v + HD);
     if (b.start >= b.end) return;  // an idle split: the active ones count their arrivals among themselves
     decode::prefetch_first_rows(b, k_warps * k_stages * BN);
-    pdl_wait();  // q, k and v are the previous kernel's output
-    pdl_launch_dependents();
-    decode::load_queries<W, KV, ROPE>(a, b, s_q, s_k);
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
-    // Q as A fragments (rows = the group's heads, zero past it), k-step kk: head_dim 16kk .. +15.
-    uint32_t qf[HD / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int r = g + 8 * (i & 1), k = 16 * kk + 2 * t4 + 8 * (i >> 1);
-            qf[kk][i] = r < group ? pack2<T>(s_q[r * HD + k], s_q[r * HD + k + 1]) : 0u;
-        }
-
     // This warp's chunks of BN keys: warp, warp + k_warps, ... of the split's.
     const int n_chunks = (b.end - b.start + BN - 1) / BN;
     const int my_chunks = n_chunks > warp ? (n_chunks - warp + k_warps - 1) / k_warps : 0;
@@ -114,6 +109,32 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
         cp_async_commit();  // (an empty group past the last chunk keeps the count of groups in step)
     };
 
+    // EARLY: the keys before pos were written by earlier steps, so the first stages go out before
+    // pdl_wait(), while the q/k/v GEMV finishes; the newest row, written by this block below,
+    // comes into its stage from s_k and s_v instead of back through L2 (no fence, no round trip:
+    // at a short context the whole split is in those stages). Not for a KV-shared layer (its
+    // source layer wrote the newest row this step) nor for the 8-bit cache (its rows and scales
+    // would have to be rebuilt here as quantized).
+    constexpr bool PATCHABLE = ROPE && !Q8;
+    const bool early = PATCHABLE && a.rope.k != nullptr;
+    const int newest_chunk = b.end == b.len ? (b.pos - b.start) / BN : -1;
+    const bool patch = early && newest_chunk >= 0 && newest_chunk / k_warps < k_stages - 1;
+    if (early)
+        for (int i = 0; i < k_stages - 1; ++i) issue(i);
+    pdl_wait();  // q, k and v are the previous kernel's output
+    pdl_launch_dependents();
+    decode::load_queries<W, KV, ROPE>(a, b, s_q, s_k, PATCHABLE ? s_v : nullptr, !patch);
+
+    // Q as A fragments (rows = the group's heads, zero past it), k-step kk: head_dim 16kk .. +15.
+    uint32_t qf[HD / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = g + 8 * (i & 1), k = 16 * kk + 2 * t4 + 8 * (i >> 1);
+            qf[kk][i] = r < group ? pack2<T>(s_q[r * HD + k], s_q[r * HD + k + 1]) : 0u;
+        }
+
     // ldmatrix row addresses per lane (flash_attention.cu's layout notes):
     const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_chunk = (lane >> 3) & 1;  // B (K)
     const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_chunk = lane >> 4;  // B (V, .trans)
@@ -124,13 +145,33 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
 #pragma unroll
     for (int j = 0; j < HD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-    for (int i = 0; i < k_stages - 1; ++i) issue(i);
+    if (!early)
+        for (int i = 0; i < k_stages - 1; ++i) issue(i);
     for (int i = 0; i < my_chunks; ++i) {
         issue(i + k_stages - 1);
         cp_async_wait<k_stages - 1>();
         __syncwarp();  // chunk i landed for every lane of the warp
         const T* kt = reinterpret_cast<const T*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
         const T* vt = kt + BN * HD;
+        if constexpr (PATCHABLE) {
+            if (patch && warp + i * k_warps == newest_chunk) {
+                // The newest row over what its early copy found in the cache: the values the cache
+                // now holds (write_kv_head's conversions), 8 per 16-byte chunk.
+                const int r = b.pos - (b.start + newest_chunk * BN);
+                T* kw = reinterpret_cast<T*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
+                for (int c = lane; c < CH; c += 32) {
+                    alignas(16) T k8[8], v8[8];
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) {
+                        k8[j] = from_float<T>(s_k[8 * c + j]);
+                        v8[j] = from_float<T>(s_v[8 * c + j]);
+                    }
+                    *reinterpret_cast<uint4*>(kw + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(k8);
+                    *reinterpret_cast<uint4*>(kw + BN * HD + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(v8);
+                }
+                __syncwarp();
+            }
+        }
         const float* ks = nullptr;  // Q8: the keys' and the values' scales
         if constexpr (Q8) {
             // The stage's INT8 rows into the warp's f16 tile (swizzled as the 16-bit caches' are):
@@ -215,7 +256,9 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
 template <typename W, typename T, typename KV, bool ROPE, int HD>
 void run(const DecodeAttnArgs& a, cudaStream_t s) {
     auto kernel = decode_attn_mma_kernel<W, T, KV, ROPE, HD>;
-    const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, KV>(), k_warps, 16);
+    // The tiles' space starts after s_v (HD floats), and merge_warps' states take it over later.
+    static_assert(size_t(k_warps) * 16 * (HD + 2) * sizeof(float) <= tiles_bytes<HD, KV>());
+    const size_t smem = decode::smem_bytes(a.n_heads / a.n_kv_heads, HD, tiles_bytes<HD, KV>() + HD * sizeof(float), k_warps, 16);
     allow_dynamic_smem(kernel, smem);
     launch(kernel, dim3(unsigned(a.n_kv_heads), unsigned(a.n_splits), unsigned(a.n_rows)), k_warps * 32, smem, s, a);
 }

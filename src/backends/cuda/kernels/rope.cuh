@@ -57,10 +57,12 @@ __device__ void write_int8_row(int8_t* q, float* scale, int hd, F value) {
 
 // One KV head's cache rows at one position, written by one warp: k from the prepared head hk
 // (shared memory), v = vsrc (+ bias), through Gemma 4's unweighted RMSNorm when v_norm. KV int8_t:
-// the 8-bit cache, each row's scale to *ks / *vs (unused otherwise).
+// the 8-bit cache, each row's scale to *ks / *vs (unused otherwise). v_out (16-bit caches, or
+// null): v in f32 as well, for a decode attention block that puts the row into its own tile
+// instead of reading it back from the cache.
 template <typename W, typename KV>
 __device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc, const W* bv, int hd, bool v_norm, float eps,
-                              float* ks = nullptr, float* vs = nullptr) {
+                              float* ks = nullptr, float* vs = nullptr, float* v_out = nullptr) {
     const int lane = threadIdx.x & 31;
     float inv = 1.0f;
     if (v_norm) {
@@ -80,8 +82,10 @@ __device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc
         write_int8_row(vc, vs, hd, v_at);
     } else {
         for (int d = lane; d < hd; d += 32) {
+            const float v = v_at(d);
             kc[d] = from_float<KV>(hk[d]);
-            vc[d] = from_float<KV>(v_at(d));
+            vc[d] = from_float<KV>(v);
+            if (v_out) v_out[d] = v;
         }
     }
 }
