@@ -6,12 +6,14 @@
 #           meanwhile the Qwen3-0.6B decode step under ncu (bench/profile_decode.sh) and its tg128;
 #           then waits for the setup.
 #   CALL=2  bench/depth_bench.sh's bench step on that setup (KEEP_WORK=1: depths 0..32k against
-#           llama.cpp bf16), the 8B decode step under ncu (bf16, then INT4 with max-max-perf), and
-#           last bench/quant_bench.sh's bench step (the four formats against Q8_0 / Q4_K_M, 4 GiB,
-#           KL), which removes the setup.
-# Binaries and inputs as quant_bench.sh takes them (tests/gpu/stage.sh, then anchors/ and
-# tokenizers/llama3 in .carry). Run from the repository root; results in $OUT/{q19,d21,prof-*},
-# the tg128 JSONs and vram.tsv in $OUT, the log in $OUT/session.log.
+#           llama.cpp bf16), the 8B decode step under ncu (bf16, then INT4 with max-max-perf),
+#           bench/small_bench.sh on the setup's llama.cpp build (Qwen3-0.6B and Qwen2.5-0.5B
+#           against llama.cpp and calm), and last bench/quant_bench.sh's bench step (the four
+#           formats against Q8_0 / Q4_K_M, 4 GiB, KL), which removes the setup.
+# Binaries and inputs as quant_bench.sh and small_bench.sh take them (tests/gpu/stage.sh, then
+# anchors/ with calm/, and tokenizers/llama3 and tokenizers/qwen3 in .carry). Run from the
+# repository root; results in $OUT/{q19,d21,small,prof-*}, the tg128 JSONs and vram.tsv in $OUT,
+# the log in $OUT/session.log.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export OUT=${OUT:-$PWD/h200-out}; mkdir -p "$OUT"
@@ -56,6 +58,10 @@ case "${CALL:-}" in
   mkdir -p /tmp/ttprof && ln -sf "$work/bf16.thin" /tmp/ttprof/llama3-8b.thin
   [ "$(elapsed)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
   [ "$(elapsed)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
+  if [ "$(elapsed)" -lt 300 ]; then
+    OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 420 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
+    say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+  fi
   OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
   say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
   ;;

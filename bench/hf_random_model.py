@@ -24,7 +24,7 @@ import argparse, json, os, sys, time
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config, Qwen3MoeConfig
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig
 
 SHAPES = {
     "llama3-8b": lambda: LlamaConfig(
@@ -38,6 +38,12 @@ SHAPES = {
         num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, bos_token_id=151643,
         eos_token_id=151645),
+    # Qwen/Qwen2.5-0.5B's config.json (q/k/v biases are Qwen2's own; calm runs it, not Qwen3).
+    "qwen2.5-0.5b": lambda: Qwen2Config(
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+        num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rms_norm_eps=1e-6,
+        rope_theta=1000000.0, tie_word_embeddings=True, use_sliding_window=False, bos_token_id=151643,
+        eos_token_id=151643),
     "qwen3-30b-a3b-16l": lambda: qwen3_moe_config(num_hidden_layers=16),
     "qwen3.5-0.8b": lambda: qwen3_5_config(),
     "gemma4-e2b": lambda: gemma4_e2b_config(),
