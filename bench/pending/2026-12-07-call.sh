@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Stop 57, prepared, not run: the two pending patches in one device call (they touch different
-# files and apply together). From the repository root, after
+# Stop 57, prepared, not run: the check and A/B of the two pending patches,
+# 2026-12-07-attn-early-kv8 and 2026-12-07-int8-x2, either one or both (they touch different files
+# and apply together). From the repository root, after
 #   git apply bench/pending/2026-12-07-attn-early-kv8/attn-early-kv8.patch bench/pending/2026-12-07-int8-x2/int8-x2.patch
-#   cmake --build build --target thintensor gpu_tests; tests/gpu/stage.sh build
+#   (or either alone), cmake --build build --target thintensor gpu_tests; tests/gpu/stage.sh build
 # with main's thintensor in .carry/old.tar.xz as bin/thintensor:
 # (1) the quantized and decode-attention kernel cases (among them the late-newest-row case 4aac1b1
 # added); (2) tests/gpu/run.sh (quant.sh's greedy texts, kv_cache_int8.sh); (3) the random
 # Llama-3-8B, old against new alternated twice: INT8 (max-performance: int8-x2's effect; also at
-# TT_QUANT_MMA_STEPS=2) and INT4 (max-max-perf, whose 8-bit cache takes attn-early-kv8) at depths
-# 0 and 4096. Land each patch only if (1) and (2) pass and its own A/B gains.
+# TT_QUANT_MMA_STEPS=2, as MS = 3 was chosen for the old kernel) and INT4 (max-max-perf, whose
+# 8-bit cache takes attn-early-kv8) at depths 0 and 4096. Land each patch only if (1) and (2) pass
+# and its own A/B gains.
 export OUT=${OUT:-$PWD/w-out}; mkdir -p "$OUT"
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 source tests/gpu/libs.sh
