@@ -101,10 +101,13 @@ __device__ __forceinline__ void prefetch_first_rows(const Block<KV>& b, int rows
 // v into the cache before any key is read. A KV-shared layer (r.k null) writes nothing: its source
 // layer wrote the row this step. s_k: [hd] f32 scratch for the new k; s_v (or null): [hd], the new
 // v in f32. fence: whether a later cp.async reads the new row back from the cache (false when the
-// caller puts it into its tile from s_k and s_v itself). Ends with a barrier.
-template <typename W, typename KV, bool ROPE>
+// caller puts it into its tile from s_k and s_v itself). HD > 0 (hd, with s_v given): hc holds the
+// norms' weights and RoPE's cos and sin, taken before pdl_wait (rope.cuh, head_consts), so a head
+// waits on its projection only, and the newest v is loaded beside k's projection instead of after
+// it. Ends with a barrier.
+template <typename W, typename KV, bool ROPE, int HD = 0>
 __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float* s_q, float* s_k, float* s_v = nullptr,
-                             bool fence = true) {
+                             bool fence = true, const HeadConsts<(HD > 0 ? HD : 64)>* hc = nullptr) {
     const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, hd = b.hd, group = b.group, kvh = b.kvh;
     if constexpr (ROPE) {
         const RopeArgs& r = a.rope;
@@ -116,15 +119,39 @@ __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float*
             if (task < group) {
                 const int h = kvh * group + task;
                 const W* bq = static_cast<const W*>(r.bq);
-                prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
-                                static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, b.pos);
+                if constexpr (HD > 0)
+                    prepare_head<W, HD>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr, *hc, true,
+                                        r.q_norm != nullptr, r.norm_eps, r.rotary_dim);
+                else
+                    prepare_head<W>(s_q + task * hd, rq + size_t(h) * hd, bq ? bq + size_t(h) * hd : nullptr,
+                                    static_cast<const W*>(r.q_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                    r.attention_factor, b.pos);
             } else {
                 const W* bk = static_cast<const W*>(r.bk);
                 const W* bv = static_cast<const W*>(r.bv);
-                prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
-                                static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
-                                r.attention_factor, b.pos);
+                const float* vsrc = rv + size_t(kvh) * hd;
+                if constexpr (HD > 0) {
+                    // v (and its bias) loaded with k's projection; v + bias goes through s_v, from
+                    // which write_kv_head takes it (bias null: the same sum).
+                    const W* bvh = bv ? bv + size_t(kvh) * hd : nullptr;
+                    float vraw[HD / 32], vb[HD / 32];
+                    const int lane = threadIdx.x & 31;
+#pragma unroll
+                    for (int j = 0; j < HD / 32; ++j) {
+                        vraw[j] = vsrc[lane + 32 * j];
+                        vb[j] = bvh ? to_float(bvh[lane + 32 * j]) : 0.0f;
+                    }
+                    prepare_head<W, HD>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr, *hc, false,
+                                        r.k_norm != nullptr, r.norm_eps, r.rotary_dim);
+#pragma unroll
+                    for (int j = 0; j < HD / 32; ++j) s_v[lane + 32 * j] = vraw[j] + vb[j];
+                    vsrc = s_v;
+                    bv = nullptr;
+                } else {
+                    prepare_head<W>(s_k, rk + size_t(kvh) * hd, bk ? bk + size_t(kvh) * hd : nullptr,
+                                    static_cast<const W*>(r.k_norm), r.norm_offset, r.norm_eps, hd, r.inv_freq, r.rotary_dim,
+                                    r.attention_factor, b.pos);
+                }
                 KV* kc = static_cast<KV*>(r.k_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
                 KV* vc = static_cast<KV*>(r.v_cache) + b.cache_off + size_t(b.pos) * b.kv_dim + size_t(kvh) * hd;
                 float *ks = nullptr, *vs = nullptr;  // the 8-bit cache's row scales
@@ -133,8 +160,7 @@ __device__ void load_queries(const DecodeAttnArgs& a, const Block<KV>& b, float*
                     ks = r.k_scale + si;
                     vs = r.v_scale + si;
                 }
-                write_kv_head<W, KV>(kc, vc, s_k, rv + size_t(kvh) * hd, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm,
-                                     r.norm_eps, ks, vs, s_v);
+                write_kv_head<W, KV>(kc, vc, s_k, vsrc, bv ? bv + size_t(kvh) * hd : nullptr, hd, r.v_norm, r.norm_eps, ks, vs, s_v);
             }
         }
         // The newest row goes to the cache from this block's threads and comes back through

@@ -5,9 +5,9 @@
 // 16-byte pieces: INT4 always, INT8 when cols % 16 == 0 (every real model). The other takes odd
 // INT8 row lengths (test shapes): one weight per lane and step, x staged in shared memory. Both
 // form the products exactly (the tensor-core one on integers: q and x's digits, see below); the
-// only roundings are x's there (INT8: to 30 bits of its largest element; INT4: to 15 signed bits
-// of each group of 32 columns' largest) and the f32 sums', in another order than the CPU
-// reference's. INT8 sums q * x over the row and scales once, INT4 scales each group's sum.
+// only roundings are x's there (to 15 signed bits of each group of 32 columns' largest element)
+// and the f32 sums', in another order than the CPU reference's. Each group's sum is scaled by x's
+// power of two (and INT4's group scale); INT8 applies its row scale once at the end.
 //
 // A CUDA-core GEMV that widened 16-byte pieces in registers (a byte permute, a subtraction and an
 // FMA per weight) ran INT4 at 0.45-0.6 TB/s and INT8 at 1.2-1.8 TB/s on the H200: three
@@ -132,18 +132,17 @@ __global__ void __launch_bounds__(k_qwarps * 32) gemv_gated_int8_kernel(GatedQua
 // INT4 group of 32 (or part of a larger one), which it scales itself. So no weights move between
 // lanes and the k order is free: each lane's A slots take its bytes in the order the widening
 // produces them, and x is stored in that order.
-// - INT8 (stage_x_digits): X below 2^30, e from the whole vector's max|x|, four digits
-//   X = d3 2^24 + d2 2^16 + d1 2^8 + d0; each word takes two MMAs, digits (d3, d2) then (d1, d0). A
-//   lane keeps a row's digit sums in s32 across the whole row (at most cols / 32 * 127 * 128: exact
-//   in f32 up to ~33k columns, inside s32 up to 4M) and joins them once, so every column shares e.
-// - INT4 (stage_x_groups): X below 2^14, e from each group of 32 columns' own max|x| (one lane's
-//   16 bytes of a step), two digits X = d1 2^8 + d0: one MMA per word. A lane joins each step's
-//   sums into d1 2^8 + d0 (below 2^27, one f32 rounding) and scales it by the weights' group scale
-//   times x's 2^-e. Four digits took two MMAs per word and a block-wide max before any digit:
-//   two digits decode the 8B INT4 4.5% faster on the H200, 2.6% on an H100 (2026-12-06). x is
-//   then held to 2^-14 of its group's largest element rather than 2^-30 of the vector's
-//   (docs/QUANTIZATION.md: the INT4 kernel cases' bound is 5e-4 against the CPU reference, INT8's
-//   2e-5).
+// x (stage_x_groups): X below 2^14, e from each group of 32 columns' own max|x|, two digits
+// X = d1 2^8 + d0. A lane joins each step's sums into d1 2^8 + d0 (one f32 rounding) and scales
+// it by x's 2^-e for its columns (INT4: times the weights' group scale; INT8 applies its row scale
+// once at the end).
+// - INT4: a lane's 16 bytes of a step are 32 columns, one group; one MMA per word.
+// - INT8: a lane's 16 bytes are 16 columns, half a group; one MMA per two words.
+// x used to be four digits below 2^30 with e from the whole vector's max|x|: two MMAs per word
+// and a block-wide max before any digit. Two digits decode the 8B INT4 4.5% faster on the H200,
+// 2.6% on an H100 (2026-12-06). x is then held to 2^-14 of its group's largest element rather than
+// 2^-30 of the vector's (docs/QUANTIZATION.md: the quantized kernel cases' bound is 5e-4 against
+// the CPU reference).
 // On the H200 this took the INT4 GEMVs of the 8B shapes from 94.7 to 90.5 us (head) and 27.2 to
 // 25.3 us (gate+up) against the f16 tensor-core path it replaced (2026-12-05, bench/results/
 // 2026-12-05-gemv-imma/README.md).
@@ -209,100 +208,30 @@ __device__ __forceinline__ void load_x_blocks(float (&v)[XB][8], int b0, int n_b
     }
 }
 
-// X = round(x * 2^e) of 8 columns in four signed base-256 digits (balanced: each in [-128, 127]),
-// X = d3 2^24 + d2 2^16 + d1 2^8 + d0, into the staged layout: 32 bytes, 8 d3, 8 d1, 8 d2, 8 d0
-// bytes (column k of the block at byte k of each, v already in slot order).
-__device__ __forceinline__ void store_digits(uint8_t* dst, const float (&v)[8], float up) {
-    uint32_t d[4][2] = {};  // d3, d1, d2, d0: 8 bytes each
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-        int X = __float2int_rn(v[k] * up);
-        const int d0 = int(int8_t(X));
-        X = (X - d0) >> 8;
-        const int d1 = int(int8_t(X));
-        X = (X - d1) >> 8;
-        const int d2 = int(int8_t(X));
-        const int d3 = (X - d2) >> 8;
-        const int sh = 8 * (k & 3);
-        d[0][k >> 2] |= uint32_t(d3 & 0xFF) << sh;
-        d[1][k >> 2] |= uint32_t(d1 & 0xFF) << sh;
-        d[2][k >> 2] |= uint32_t(d2 & 0xFF) << sh;
-        d[3][k >> 2] |= uint32_t(d0 & 0xFF) << sh;
-    }
-    reinterpret_cast<uint4*>(dst)[0] = make_uint4(d[0][0], d[0][1], d[1][0], d[1][1]);
-    reinterpret_cast<uint4*>(dst)[1] = make_uint4(d[2][0], d[2][1], d[3][0], d[3][1]);
-}
-
-// The power of two e that keeps X = round(x * 2^e) below 2^bits for |x| <= mx (bits 30: INT8's
-// four digits, d3 in [-64, 64]; 14: INT4's two, d1 in [-64, 64]), |e| <= 100 so that both 2^e and
-// 2^-e are normal floats; 0 for mx = 0 or not finite.
+// The power of two e that keeps X = round(x * 2^e) below 2^bits for |x| <= mx (bits 14: two
+// digits, d1 in [-64, 64]), |e| <= 100 so that both 2^e and 2^-e are normal floats; 0 for mx = 0
+// or not finite.
 __device__ __forceinline__ int digits_exponent(float mx, int bits) {
     int E = 0;
     frexpf(mx, &E);  // mx < 2^E
     return mx > 0 && isfinite(mx) ? max(-100, min(100, bits - E)) : 0;
 }
 
-// INT8: stages x (times the pre-norm weight when fused) as the digits of X = round(x * 2^e),
-// zero-padded to kpad columns (cols % 8 == 0), e from the whole vector's max|x|: a lane keeps a
-// row's digit sums in s32 across the row and scales them once, so every column shares e. 32 bytes
-// per block of 8 columns (store_digits), so the lane feeding a digit pair (d3, d1 or d2, d0) reads
-// both MMAs' B operands of half a word in one 16-byte load. One pass over global memory: a thread
-// parks its blocks' f32 values in the same 32 bytes until the block-wide max is known, then
-// overwrites them with the digits (no other thread touches them). Returns the RMS factor (1
-// without the norm) and sets unscale = 2^-e (NaN when x holds a NaN or an inf, which the integers
-// cannot carry).
-template <typename W>
-__device__ float stage_x_digits(uint8_t* s_d, int kpad, const float* x, int cols, const W* norm_w, float offset, float eps,
-                                float& unscale) {
-    __shared__ float scratch[32];
-    float* s_f = reinterpret_cast<float*>(s_d);
-    const int n_blocks = kpad / 8;
-    float ss = 0, mx = 0, nonfinite = 0;
-    constexpr int XB = 2;
-    for (int b0 = threadIdx.x; b0 < n_blocks; b0 += XB * int(blockDim.x)) {
-        float v[XB][8];
-        load_x_blocks<XB>(v, b0, n_blocks, x, cols, norm_w, offset, ss);
-#pragma unroll
-        for (int j = 0; j < XB; ++j) {
-            const int blk = b0 + j * int(blockDim.x);
-            if (blk >= n_blocks) break;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                mx = fmaxf(mx, fabsf(v[j][k]));
-                nonfinite = fmaf(v[j][k], 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
-            }
-            reinterpret_cast<float4*>(s_f + 8 * blk)[0] = make_float4(v[j][0], v[j][1], v[j][2], v[j][3]);
-            reinterpret_cast<float4*>(s_f + 8 * blk)[1] = make_float4(v[j][4], v[j][5], v[j][6], v[j][7]);
-        }
-    }
-    if (!(nonfinite == 0.0f)) mx = INFINITY;  // a NaN or inf in x: the sums become NaN (unscale below)
-    mx = block_max(mx, scratch);
-    const float total = norm_w ? block_sum(ss, scratch) : 0.0f;
-    const int e = digits_exponent(mx, 30);
-    const float up = ldexpf(1.0f, e);
-    unscale = isfinite(mx) ? ldexpf(1.0f, -e) : __int_as_float(0x7fc00000);
-    for (int blk = threadIdx.x; blk < n_blocks; blk += blockDim.x) {
-        const float4 p = reinterpret_cast<const float4*>(s_f + 8 * blk)[0], q = reinterpret_cast<const float4*>(s_f + 8 * blk)[1];
-        const float v[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-        store_digits(s_d + 32 * blk, v, up);
-    }
-    __syncthreads();
-    return norm_w ? rsqrtf(total / cols + eps) : 1.0f;
-}
 
-// INT4: stages x (times the pre-norm weight when fused) as the two digits of X = round(x * 2^e)
-// below 2^14, e from each group of 32 columns' own max|x| (4 blocks of 8, one lane's piece of a
-// step, which the lane scales by itself anyway); s_u[group] holds its 2^-e (NaN for a group with
-// a NaN or an inf). 16 bytes per block of 8 columns (slot order): its 8 d1, then its 8 d0 bytes.
+// Stages x (times the pre-norm weight when fused) as the two digits of X = round(x * 2^e) below
+// 2^14, e from each group of 32 columns' own max|x| (4 blocks of 8: INT4 one lane's piece of a
+// step, INT8 two lanes'; the lanes scale their sums themselves anyway); s_u[group] holds its 2^-e
+// (NaN for a group with a NaN or an inf). 16 bytes per block of 8 columns (x_slot order): its 8
+// d1, then its 8 d0 bytes.
 // With no block-wide max to wait for, each thread writes its digits straight from the loads (no
 // f32 parking, no second pass over shared memory, no block reduction). The 4 threads of a quad
 // take a group's 4 blocks; every thread runs the same rounds, so the quad's shuffles see all four.
 // Returns the RMS factor (1 without the norm).
-template <typename W>
+template <QuantScheme Q, typename W>
 __device__ float stage_x_groups(uint8_t* s_d, float* s_u, int kpad, const float* x, int cols, const W* norm_w, float offset,
                                 float eps) {
     __shared__ float scratch[32];
-    const int n_blocks = kpad / 8;  // a multiple of 16 (kpad: whole steps of 128 columns)
+    const int n_blocks = kpad / 8;  // a multiple of 8 (kpad: whole steps of 64 or 128 columns)
     float ss = 0;
     constexpr int XB = 2;
     for (int base = 0; base < n_blocks; base += XB * int(blockDim.x)) {
@@ -318,7 +247,7 @@ __device__ float stage_x_groups(uint8_t* s_d, float* s_u, int kpad, const float*
             for (int k = 0; k < 8; ++k) {
                 mx = fmaxf(mx, fabsf(v[j][k]));
                 nonfinite = fmaf(v[j][k], 0.0f, nonfinite);  // fmaxf drops NaN; n * 0 keeps it (and inf's)
-                o[x_slot<QuantScheme::int4>(k)] = v[j][k];
+                o[x_slot<Q>(k)] = v[j][k];
             }
             if (!(nonfinite == 0.0f)) mx = INFINITY;
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -379,13 +308,12 @@ struct MmaBatch {
     }
 };
 
-// The dot products of one batch (steps s0, s0 + NW, ...) into acc (INT4: each row's d1 2^8 + d0
-// sums of each step, times its group's scale and x's 2^-e, xu[4 step]) or ci
-// (INT8: the rows' digit sums, over the whole row). xb, xstep, xf: the lane's B operand in the
-// staged x (mma_rows).
+// The dot products of one batch (steps s0, s0 + NW, ...) into acc: each row's d1 2^8 + d0 sums of
+// each step, times x's 2^-e for the lane's columns (xu[groups a step * step]) and, INT4, the
+// weights' group scale. xb, xstep, xf: the lane's B operand in the staged x (mma_rows).
 template <QuantScheme Q, int MS, int NW>
 __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS, NW>& b, int s0, int n_steps, const uint8_t* xb, int xstep, int xf,
-                                          const float* xu, float (&acc)[2], int (&ci)[2][4]) {
+                                          const float* xu, float (&acc)[2]) {
 #pragma unroll
     for (int u = 0; u < MS; ++u) {
         const int st = s0 + NW * u;
@@ -405,13 +333,18 @@ __device__ __forceinline__ void mma_batch(const MmaBatch<Q, MS, NW>& b, int s0, 
 #pragma unroll
             for (int r = 0; r < 2; ++r) acc[r] = fmaf(b.sc[u][r] * xg, float(c[2 * r] * 256 + c[2 * r + 1]), acc[r]);
         } else {
+            // Two words of each row a k-step of 32, one block of 8 columns of x; the sums stay
+            // below 16 * 127 * 128 per digit.
+            int c[4] = {};
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-                const uint4 bx = *reinterpret_cast<const uint4*>(xs + xf * 32 * i);
+                const uint2 bx = *reinterpret_cast<const uint2*>(xs + xf * 16 * i);
                 const uint32_t fa[4] = {a0[2 * i], a1[2 * i], a0[2 * i + 1], a1[2 * i + 1]};
-                mma16832_s8(ci[0], fa, bx.x, bx.y);
-                mma16832_s8(ci[1], fa, bx.z, bx.w);
+                mma16832_s8(c, fa, bx.x, bx.y);
             }
+            const float xg = xu[2 * st];  // x's 2^-e for the lane's 16 columns
+#pragma unroll
+            for (int r = 0; r < 2; ++r) acc[r] = fmaf(xg, float(c[2 * r] * 256 + c[2 * r + 1]), acc[r]);
         }
     }
 }
@@ -464,26 +397,22 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
     pdl_launch_dependents();
     if constexpr (!PRELOAD) start();
     if (threadIdx.x == 0) s_zero = make_int4(0, 0, 0, 0);
-    // INT4: each group of 32 columns' 2^-e after the digits (mma_smem_bytes), the lane's at xu[4 step].
-    float* s_u = reinterpret_cast<float*>(s_d + (Q == QuantScheme::int4 ? 2 : 4) * kpad);
-    const float* xu = s_u + t;
-    float unscale = 1.0f / 16, x_scale;  // INT4: the weights are 16 q, x's powers of two are applied per group
-    if constexpr (Q == QuantScheme::int4) x_scale = stage_x_groups(s_d, s_u, kpad, x, cols, norm_w, offset, eps);
-    else x_scale = stage_x_digits(s_d, kpad, x, cols, norm_w, offset, eps, unscale);
-    // In the staged x a step is step_cols / 8 blocks and lane t's piece starts t / 4 of a step in.
-    // INT8: 32 bytes per block, a word is half a block, lane g feeds (d3, d1) when even, (d2, d0)
-    // when odd. INT4: 16 bytes per block, a word is one block, lane g feeds d1 when even, d0 when
-    // odd.
+    // Each group of 32 columns' 2^-e after the digits (mma_smem_bytes); lane t's group in step st
+    // at xu[step_cols / 32 * st] (INT4: its own group; INT8: the group of lanes t and t ^ 1).
+    float* s_u = reinterpret_cast<float*>(s_d + 2 * kpad);
+    const float* xu = s_u + (Q == QuantScheme::int4 ? t : t >> 1);
+    // INT4: the weights are 16 q; x's powers of two are applied per group, INT8's row scale last.
+    const float unscale = Q == QuantScheme::int4 ? 1.0f / 16 : 1.0f;
+    const float x_scale = stage_x_groups<Q>(s_d, s_u, kpad, x, cols, norm_w, offset, eps);
+    // In the staged x, 16 bytes per block of 8 columns, a step is step_cols / 8 blocks and lane t's
+    // piece starts t / 4 of a step in (INT4 4 blocks, INT8 2). Lane g feeds d1 when even, d0 when
+    // odd. INT4: a word is one block; INT8: two words are one.
     const bool feeds = g / 2 == t;
-    const uint8_t* xb = !feeds ? reinterpret_cast<const uint8_t*>(&s_zero)
-                        : Q == QuantScheme::int4 ? s_d + 8 * (g & 1) + 64 * t
-                                                 : s_d + 16 * (g & 1) + 32 * t * (step_cols / 32);
-    const int xstep = feeds ? (Q == QuantScheme::int4 ? 2 : 4) * step_cols : 0, xf = feeds ? 1 : 0;
+    const uint8_t* xb = !feeds ? reinterpret_cast<const uint8_t*>(&s_zero) : s_d + 8 * (g & 1) + 16 * t * (step_cols / 32);
+    const int xstep = feeds ? 2 * step_cols : 0, xf = feeds ? 1 : 0;
     int it = 0;  // this block's tiles so far
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, ++it) {
-        float acc[2] = {};
-        float acc2[2] = {};  // INT4: each row's sums, scaled
-        int ci[2][4] = {};      // INT8: the rows' digit sums accumulate in the tensor core across steps
+        float acc[2] = {};  // each row's sums, scaled
         const uint8_t* wn[2] = {w[0], w[1]};
         const float* sn[2] = {s[0], s[1]};
         for (int bi = 0; bi < n_batches; ++bi) {
@@ -493,18 +422,12 @@ __device__ void mma_rows(int n_tiles, int cols, int group_size, const float* x, 
                 find_rows(tile + int(gridDim.x), wn, sn);
                 next.load(wn, sn, warp, n_steps, ln);
             }
-            mma_batch<Q, MS, NW>(cur, warp + bi * NW * MS, n_steps, xb, xstep, xf, xu, acc2, ci);
+            mma_batch<Q, MS, NW>(cur, warp + bi * NW * MS, n_steps, xb, xstep, xf, xu, acc);
             cur = next;
         }
-        if constexpr (Q == QuantScheme::int8) {
+        if constexpr (Q == QuantScheme::int8)
 #pragma unroll
-            for (int r = 0; r < 2; ++r)
-                acc[r] = fmaf(fmaf(fmaf(float(ci[0][2 * r]), 256.0f, float(ci[0][2 * r + 1])), 256.0f, float(ci[1][2 * r])), 256.0f,
-                              float(ci[1][2 * r + 1])) * __ldg(s[r]);
-        } else {
-#pragma unroll
-            for (int r = 0; r < 2; ++r) acc[r] = acc2[r];
-        }
+            for (int r = 0; r < 2; ++r) acc[r] *= __ldg(s[r]);  // the row's scale
         if (n_batches == 0 && tile + int(gridDim.x) < n_tiles) find_rows(tile + int(gridDim.x), wn, sn);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -664,13 +587,13 @@ void launch_persistent(K kernel, int n_groups, int cols, cudaStream_t s, Args&&.
 }
 
 // The tensor-core GEMV's grid: a block per tile, at most as many as fit at once; its shared
-// memory holds x's digits, padded to whole steps (INT8 4 bytes per column, INT4 2), and INT4's
-// power of two per group of 32 columns.
+// memory holds x's two digits per column, padded to whole steps, and a power of two per group of
+// 32 columns.
 size_t mma_smem_bytes(QuantScheme q, int cols) {
     const int row_bytes = q == QuantScheme::int4 ? cols / 2 : cols;
     const int n_steps = (row_bytes + k_step_bytes - 1) / k_step_bytes;
     const size_t kpad = size_t(n_steps) * (q == QuantScheme::int4 ? 2 * k_step_bytes : k_step_bytes);
-    return q == QuantScheme::int4 ? kpad * 2 + kpad / 32 * sizeof(float) : kpad * 4;
+    return kpad * 2 + kpad / 32 * sizeof(float);
 }
 
 template <typename K, typename... Args>
@@ -682,7 +605,9 @@ void launch_mma(K kernel, int warps, QuantScheme q, int n_tiles, int cols, cudaS
 
 // Steps (two 16-byte loads per lane) per batch of the tensor-core GEMV, its template parameter
 // MS; two batches are in flight. Measured on the H200 (bench/results/2026-12-05-gemv-imma/): INT8
-// runs best with 3 (head 138.1 us against 146.3 with 2), INT4 with 2 (head 90.5 against 94.1);
+// runs best with 3 (head 138.1 us against 146.3 with 2), INT4 with 2 (head 90.5 against 94.1).
+// With INT8's x in two digits (2026-12-07, H100) 3 still wins: the 8B INT8 decodes 297.6 tok/s
+// against 270.2 with 2 (bench/results/2026-12-07-h100-three-patches/).
 // TT_QUANT_MMA_STEPS=2|3 forces one for an A/B.
 int quant_mma_steps(QuantScheme q) {
     static const int forced = env_int("TT_QUANT_MMA_STEPS", 0);

@@ -42,6 +42,74 @@ __device__ void prepare_head(float* hv, const float* src, const W* bias, const W
     __syncwarp();
 }
 
+// What prepare_head reads that the step's previous kernel does not write, for head_dim HD, in one
+// lane's registers: the q and k norms' weights plus norm_offset at d = lane + 32 j, and RoPE's cos
+// and sin times attention_factor at i = lane + 32 j < rotary_dim / 2 — prepare_head's own values.
+// The decode attention takes them before pdl_wait: after it, a head is then one trip to L2 (its
+// projection) instead of three in series (the projection; after the sum, the norm's weights; then
+// inv_freq, and sincosf).
+template <int HD>
+struct HeadConsts {
+    float qn[HD / 32], kn[HD / 32];
+    float cs[HD / 64], sn[HD / 64];
+};
+template <typename W, int HD>
+__device__ __forceinline__ HeadConsts<HD> head_consts(const W* q_norm, const W* k_norm, float norm_offset, const float* inv_freq,
+                                                      int rotary_dim, float attention_factor, int pos) {
+    const int lane = threadIdx.x & 31;
+    HeadConsts<HD> c;
+#pragma unroll
+    for (int j = 0; j < HD / 32; ++j) {
+        c.qn[j] = q_norm ? to_float(q_norm[lane + 32 * j]) + norm_offset : 0.0f;
+        c.kn[j] = k_norm ? to_float(k_norm[lane + 32 * j]) + norm_offset : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < HD / 64; ++j) {
+        const int i = lane + 32 * j;
+        float sn = 0.0f, cs = 0.0f;
+        if (i < rotary_dim / 2) sincosf(float(pos) * inv_freq[i], &sn, &cs);
+        c.cs[j] = cs * attention_factor;
+        c.sn[j] = sn * attention_factor;
+    }
+    return c;
+}
+
+// prepare_head with the norm's weights (the q norm's when is_q, else the k norm's; none when
+// !norm) and RoPE's cos and sin from c: the same arithmetic in the same order, so the same values.
+// The projection (and bias) loads are the only trips, issued together.
+template <typename W, int HD>
+__device__ __forceinline__ void prepare_head(float* hv, const float* src, const W* bias, const HeadConsts<HD>& c, bool is_q,
+                                             bool norm, float eps, int rotary_dim) {
+    const int lane = threadIdx.x & 31;
+    float v[HD / 32];
+    float ss = 0;
+#pragma unroll
+    for (int j = 0; j < HD / 32; ++j) {
+        const int d = lane + 32 * j;
+        v[j] = src[d] + (bias ? to_float(bias[d]) : 0.0f);
+        ss += v[j] * v[j];
+    }
+    if (norm) {
+        const float inv = rsqrtf(warp_sum(ss) / HD + eps);
+#pragma unroll
+        for (int j = 0; j < HD / 32; ++j) v[j] = v[j] * inv * (is_q ? c.qn[j] : c.kn[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < HD / 32; ++j) hv[lane + 32 * j] = v[j];
+    __syncwarp();
+    const int half = rotary_dim / 2;
+#pragma unroll
+    for (int j = 0; j < HD / 64; ++j) {
+        const int i = lane + 32 * j;
+        if (i < half) {
+            const float x1 = hv[i], x2 = hv[i + half];
+            hv[i] = x1 * c.cs[j] - x2 * c.sn[j];
+            hv[i + half] = x2 * c.cs[j] + x1 * c.sn[j];
+        }
+    }
+    __syncwarp();
+}
+
 // One row of the 8-bit KV cache (runtime/kv_cache_type.h) written by one warp: value(d) for d < hd
 // as INT8 with one f32 scale, rounded as the CPU's quantize_row (core/quant.h): scale = max|x| / 127,
 // q = round_half_even(x / scale) clamped to +-127, 0 where the scale is 0 — true divisions.
@@ -57,8 +125,8 @@ __device__ void write_int8_row(int8_t* q, float* scale, int hd, F value) {
 
 // One KV head's cache rows at one position, written by one warp: k from the prepared head hk
 // (shared memory), v = vsrc (+ bias), through Gemma 4's unweighted RMSNorm when v_norm. KV int8_t:
-// the 8-bit cache, each row's scale to *ks / *vs (unused otherwise). v_out (16-bit caches, or
-// null): v in f32 as well, for a decode attention block that puts the row into its own tile
+// the 8-bit cache, each row's scale to *ks / *vs (unused otherwise). v_out (or null): v in f32 as
+// well, before any rounding, for a decode attention block that puts the row into its own tile
 // instead of reading it back from the cache.
 template <typename W, typename KV>
 __device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc, const W* bv, int hd, bool v_norm, float eps,
@@ -80,6 +148,8 @@ __device__ void write_kv_head(KV* kc, KV* vc, const float* hk, const float* vsrc
     if constexpr (std::is_same_v<KV, int8_t>) {
         write_int8_row(kc, ks, hd, [&](int d) { return hk[d]; });
         write_int8_row(vc, vs, hd, v_at);
+        if (v_out)
+            for (int d = lane; d < hd; d += 32) v_out[d] = v_at(d);
     } else {
         for (int d = lane; d < hd; d += 32) {
             const float v = v_at(d);

@@ -6,7 +6,7 @@
 # From the repository root, after applying the patches, building, tests/gpu/stage.sh build and
 # packing the two older binaries. (1) tests/gpu/run.sh on new: every kernel case (the quantized,
 # decode-attention and RoPE ones among them, with 4aac1b1's late-newest-row case) and every
-# end-to-end check; (2) tg128 A/Bs, alternated, most telling first, none started after 520 s:
+# end-to-end check; (2) tg128 A/Bs, alternated, most telling first, none started after 480 s (AB_CAP_S):
 # Qwen3-0.6B bf16 (rope-consts alone: mid against new); the 8B INT4 at depth 0 (attn-early-kv8:
 # old against mid; rope-consts: mid against new) and INT8 (int8-x2: old against mid), twice; INT8
 # at TT_QUANT_MMA_STEPS=2; the 8B INT4 at depth 4096. Land each patch only if (1) passes and its own
@@ -21,16 +21,16 @@ w=/dev/shm/ttd; mkdir -p $w
   nice .carry/bin/thintensor -q convert $w/q -o $w/qwen3-0.6b.thin --dtype bf16 2>/dev/null && rm -rf $w/q; echo ok > $w/ready-q
   python3 bench/hf_random_model.py llama3-8b $w/l $w/l.json --no-speed > $w/ckpt-l.log 2>&1
   nice .carry/bin/thintensor -q convert $w/l -o $w/llama3-8b.thin --dtype bf16 2>/dev/null && rm -rf $w/l; echo ok > $w/ready-l ) &
-OUT=$OUT/full timeout 280 bash tests/gpu/run.sh > "$OUT/full.out" 2>&1; echo "run.sh rc=$? [$(el) s]"; tail -2 "$OUT/full.out"
+OUT=$OUT/full timeout 320 bash tests/gpu/run.sh > "$OUT/full.out" 2>&1; echo "run.sh rc=$? [$(el) s]"; tail -2 "$OUT/full.out"
 grep -E '^\[  (PASSED|FAILED)|^\[  FAILED|tests from .* ran' "$OUT/full/gpu_tests.log" | head -12
 tg() {  # tg NAME VERSION ARCHIVE PROFILE DEPTH [ENV...]
   local n=$1 v=$2 m=$3 p=$4 d=$5; shift 5
-  [ "$(el)" -le 520 ] || return 0
+  [ "$(el)" -le ${AB_CAP_S:-480} ] || return 0
   env "$@" timeout 45 "$PWD/.carry/$([ $v = new ] || echo "$v/")bin/thintensor" bench $w/$m.thin --device cuda --profile "$p" \
     --prompt-lengths 16 --depths "$d" --gen-tokens 128 --reps 2 --json > "$OUT/tg-$n-$v.json" 2>/dev/null
   echo "$n $v: $(python3 bench/tg_summary.py "$OUT/tg-$n-$v.json" 2>&1 | tail -1) [$(el) s]"
 }
-while [ ! -f $w/ready-q ] && [ "$(el)" -lt 330 ]; do sleep 1; done
+while [ ! -f $w/ready-q ] && [ "$(el)" -lt 360 ]; do sleep 1; done
 for r in 1 2; do for v in mid new old; do tg 0.6b-r$r $v qwen3-0.6b balanced 0; done; done
 while [ ! -f $w/ready-l ] && [ "$(el)" -lt 400 ]; do sleep 2; done
 for r in 1 2; do
