@@ -25,7 +25,7 @@
 // at depth 0 and -0.2% at 4096; it landed within a build checked as a whole, and PATCHABLE =
 // ROPE && !Q8 is the A/B that would take it out. The q/k norms' weights and RoPE's cos and sin
 // are taken before pdl_wait too (rope.cuh, HeadConsts), so that after it a head waits on its
-// projection alone: +5.4% on Qwen3-0.6B, +1.9% on the 8B bf16 at depth 0, +1.2% at 16384, +4.0%
+// projection alone: +5.5% on Qwen3-0.6B, +1.9% on the 8B bf16 at depth 0, +1.2% at 16384, +4.0%
 // on the 8B INT4 (H100, 2026-12-07, bench/results/2026-12-07-h100-three-patches/).
 //
 // Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill

@@ -217,7 +217,6 @@ __device__ __forceinline__ int digits_exponent(float mx, int bits) {
     return mx > 0 && isfinite(mx) ? max(-100, min(100, bits - E)) : 0;
 }
 
-
 // Stages x (times the pre-norm weight when fused) as the two digits of X = round(x * 2^e) below
 // 2^14, e from each group of 32 columns' own max|x| (4 blocks of 8: INT4 one lane's piece of a
 // step, INT8 two lanes'; the lanes scale their sums themselves anyway); s_u[group] holds its 2^-e
