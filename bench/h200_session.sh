@@ -9,7 +9,8 @@
 #           llama.cpp bf16), the 8B decode step under ncu (bf16, then INT4 with max-max-perf),
 #           bench/small_bench.sh on the setup's llama.cpp build (Qwen3-0.6B and Qwen2.5-0.5B
 #           against llama.cpp and calm), and last bench/quant_bench.sh's bench step (the four
-#           formats against Q8_0 / Q4_K_M, 4 GiB, KL), which removes the setup.
+#           formats against Q8_0 / Q4_K_M, 4 GiB, KL), which removes the setup (KEEP_WORK=1 keeps
+#           it in /dev/shm/q19 for a later call: bf16.thin is the 8B checkpoint's bf16 archive).
 # Binaries and inputs as quant_bench.sh and small_bench.sh take them (tests/gpu/stage.sh, then
 # anchors/ with calm/, and tokenizers/llama3 and tokenizers/qwen3 in .carry). Run from the
 # repository root; results in $OUT/{q19,d21,small,prof-*}, the tg128 JSONs and vram.tsv in $OUT,

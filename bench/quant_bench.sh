@@ -23,6 +23,8 @@
 # INT4 and Q4_K_M with the 4 GiB split when a call's time is short. INT4_GROUPS (e.g. "64 128";
 # default none) adds INT4 archives of those group sizes, converted from the same checkpoint, and
 # their tg128 beside the default's (docs/QUANTIZATION.md chooses the group size by quality and speed).
+# KEEP_WORK=1 leaves BENCH_WORK in place after the bench step (a later A/B on the same warm machine
+# reads its archives instead of making the 8B checkpoint again).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.." || exit 2
@@ -166,7 +168,7 @@ bench() {
   python3 bench/quant_summary.py "$res" >"$OUT/q19-summary.md" 2>>"$log"; cat "$OUT/q19-summary.md" >>"$log"
   # Packed: a device call brings back at most 8 files (2026-12-06 lost llama-bench's JSON that way).
   tar -C "$res" -czf "$OUT/q19-results.tgz" . 2>>"$log"
-  rm -rf "$work"
+  [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
 }
 
 case "$steps" in *" setup "*) setup ;; esac

@@ -15,8 +15,13 @@ source tests/gpu/libs.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 mkdir -p .carry/old && xz -dc .carry/old.tar.xz | tar -C .carry/old -xf -
 w=/dev/shm/ttd; mkdir -p $w
+# CKPT: a bf16 archive of the random Llama-3-8B already on this machine (bench/h200_session.sh's
+# setup, kept by KEEP_WORK=1), instead of making one here.
+if [ -f "${CKPT:-}" ]; then ln -sf "$CKPT" $w/llama3-8b.thin; echo ok > $w/ready-l
+else
 ( python3 bench/hf_random_model.py llama3-8b $w/l $w/l.json --no-speed > $w/ckpt-l.log 2>&1
   nice .carry/bin/thintensor -q convert $w/l -o $w/llama3-8b.thin --dtype bf16 2>/dev/null && rm -rf $w/l; echo ok > $w/ready-l ) &
+fi
 timeout 120 .carry/bin/gpu_tests --gtest_filter='*decode_attention*:*rope*' > "$OUT/kt.log" 2>&1
 echo "kernel cases rc=$? [$(el) s]"; grep -E '^\[  (PASSED|FAILED)|^\[  FAILED' "$OUT/kt.log" | head -12
 OUT=$OUT/kv8 timeout 150 bash tests/gpu/kv_cache_int8.sh > "$OUT/kv8.out" 2>&1; echo "kv_cache_int8.sh rc=$? [$(el) s]"; tail -2 "$OUT/kv8.out"
