@@ -20,13 +20,15 @@
 // pdl_wait (the keys before pos are earlier steps'), and the newest row, which this block writes,
 // enters its stage from shared memory: no fence and no trip back through L2 for it. With a 16-bit
 // cache that measured +2.4% decode on Qwen3-0.6B, +0.4% on the 8B at depth 0, +1.3% at 4096
-// and +0.7% at 16384 (H100, 2026-12-07, bench/results/2026-12-07-h100-attn-early/). With the
-// 8-bit cache, whose newest row is requantized into its stage, it measured -0.5% on the 8B INT4
-// at depth 0 and -0.2% at 4096; it landed within a build checked as a whole, and PATCHABLE =
-// ROPE && !Q8 is the A/B that would take it out. The q/k norms' weights and RoPE's cos and sin
-// are taken before pdl_wait too (rope.cuh, HeadConsts), so that after it a head waits on its
-// projection alone: +5.5% on Qwen3-0.6B, +1.9% on the 8B bf16 at depth 0, +1.2% at 16384, +4.0%
-// on the 8B INT4 (H100, 2026-12-07, bench/results/2026-12-07-h100-three-patches/).
+// and +0.7% at 16384 (H100, 2026-12-07, bench/results/2026-12-07-h100-attn-early/). Not with the
+// 8-bit cache: its newest row would have to be quantized again into the stage (two
+// write_int8_row's true divisions on the critical path), and on the 8B INT4 that was slower at
+// 4096 in both A/Bs (-0.2%, -0.7%) and a wash at depth 0 (-0.5%, +0.3%; H100, 2026-12-07,
+// bench/results/2026-12-07-h100-three-patches/ and …-h100-session/no-kv8-early/). The q/k
+// norms' weights and RoPE's cos and sin are taken before pdl_wait too (rope.cuh, HeadConsts), so
+// that after it a head waits on its projection alone: +5.5% on Qwen3-0.6B, +1.9% on the 8B bf16
+// at depth 0, +1.2% at 16384, +4.0% on the 8B INT4 (H100, 2026-12-07,
+// bench/results/2026-12-07-h100-three-patches/).
 //
 // Rounding: q and the probabilities go to the cache's 16-bit type for the products (as prefill
 // and transformers' bf16 attention do), f32 accumulation and softmax.
@@ -119,8 +121,8 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
     // pdl_wait(), while the q/k/v GEMV finishes; the newest row, written by this block below,
     // comes into its stage from s_k and s_v instead of back through L2 (no fence, no round trip:
     // at a short context the whole split is in those stages). Not for a KV-shared layer: its
-    // source layer wrote the newest row this step.
-    constexpr bool PATCHABLE = ROPE;
+    // source layer wrote the newest row this step. Not for the 8-bit cache (the header says why).
+    constexpr bool PATCHABLE = ROPE && !Q8;
     const bool early = PATCHABLE && a.rope.k != nullptr;
     const int newest_chunk = b.end == b.len ? (b.pos - b.start) / BN : -1;
     const bool patch = early && newest_chunk >= 0 && newest_chunk / k_warps < k_stages - 1;
@@ -169,26 +171,16 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
                 // The newest row over what its early copy found in the cache: the values the cache
                 // now holds (write_kv_head's conversions), 8 per 16-byte chunk.
                 const int r = b.pos - (b.start + newest_chunk * BN);
-                if constexpr (Q8) {
-                    // The 8-bit rows and their scales as write_kv_head quantized them (the same
-                    // function on the same f32 values), before the stage is widened below.
-                    int8_t* k8 = reinterpret_cast<int8_t*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
-                    int8_t* v8 = k8 + BN * HD;
-                    float* sc = reinterpret_cast<float*>(v8 + BN * HD);  // [K | V][BN]
-                    write_int8_row(k8 + r * HD, sc + r, HD, [&](int d) { return s_k[d]; });
-                    write_int8_row(v8 + r * HD, sc + BN + r, HD, [&](int d) { return s_v[d]; });
-                } else {
-                    T* kw = reinterpret_cast<T*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
-                    for (int c = lane; c < CH; c += 32) {
-                        alignas(16) T k8[8], v8[8];
+                T* kw = reinterpret_cast<T*>(ring + (i % k_stages) * stage_bytes<HD, KV>());
+                for (int c = lane; c < CH; c += 32) {
+                    alignas(16) T k8[8], v8[8];
 #pragma unroll
-                        for (int j = 0; j < 8; ++j) {
-                            k8[j] = from_float<T>(s_k[8 * c + j]);
-                            v8[j] = from_float<T>(s_v[8 * c + j]);
-                        }
-                        *reinterpret_cast<uint4*>(kw + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(k8);
-                        *reinterpret_cast<uint4*>(kw + BN * HD + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(v8);
+                    for (int j = 0; j < 8; ++j) {
+                        k8[j] = from_float<T>(s_k[8 * c + j]);
+                        v8[j] = from_float<T>(s_v[8 * c + j]);
                     }
+                    *reinterpret_cast<uint4*>(kw + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(k8);
+                    *reinterpret_cast<uint4*>(kw + BN * HD + swz<HD>(r, c)) = *reinterpret_cast<const uint4*>(v8);
                 }
                 __syncwarp();
             }
