@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(k_warps * 32, 2) decode_attn_mma_kernel(Decode
     const int group = b.group;
     float* s_q = smem;               // [group][HD] f32
     float* s_k = s_q + group * HD;   // [HD]: the newest k while it is prepared
-    float* s_v = s_k + HD;           // [HD]: the newest v (EARLY)
+    float* s_v = s_k + HD;           // [HD]: the newest v in f32 (load_queries; PATCHABLE puts it into its stage)
     // [k_warps][k_stages][K | V][BN][HD] swizzled (Q8: [K | V][BN][HD] INT8 rows, then [K | V][BN]
     // scales, and after the stages each warp's widened [K | V][BN][HD] f16 tile, swizzled).
     uint8_t* tiles = reinterpret_cast<uint8_t*>(s_v + HD);
