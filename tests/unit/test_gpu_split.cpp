@@ -17,9 +17,9 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 
 // plan_test_model.h's model with 8 layers (test_plan.cpp's has 4): the same working set besides
 // the KV cache, which is 2 x 64 positions x 128 x 2 B = 32 KiB a layer. Every GPU keeps
-//   202,244,184 (test_plan.cpp's fixed lines) - 131,072 (its 4 layers' KV) + the CUDA context.
+//   135,135,320 (test_plan.cpp's fixed lines) - 131,072 (its 4 layers' KV) + the CUDA context.
 constexpr uint64_t k_layer_kv = 32768;
-constexpr uint64_t k_gpu_fixed = 202244184 - 4 * k_layer_kv + k_cuda_context;
+constexpr uint64_t k_gpu_fixed = 135135320 - 4 * k_layer_kv + k_cuda_context;
 
 PlanInput model() { return test::small_plan_input(8); }
 

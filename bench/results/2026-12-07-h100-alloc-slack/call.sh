@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop 59, prepared, not run: the planner's allocator slack at 64 MiB instead of 128
+# Stop 59, prepared; ran at stop 60 (README.md): the planner's allocator slack at 64 MiB instead of 128
 # (alloc-slack-64.patch). From the repository root, after
 #   git apply bench/pending/2026-12-08-alloc-slack/alloc-slack-64.patch
 #   cmake --build build --target thintensor gpu_tests; tests/gpu/stage.sh build
