@@ -288,7 +288,18 @@ int run(Opts o) {
                 if (o.random_decode) next = tok(rng);
             }
             const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-            if (r == 0) continue;
+            if (r == 0) {
+                // Decode may still be timing CPU/PCIe splits (split_tuner.h): the warm-up runs on,
+                // untimed, until it settles, so the timed runs measure the split it keeps.
+                int extra = 0;
+                while (m.backend->stream_stats().split_tuning && m.backend->n_past() + 1 < m.backend->context_size() && extra < 1024) {
+                    next = m.backend->forward_sample(std::span<const int32_t>(&next, 1), sampler, ctx);
+                    if (o.random_decode) next = tok(rng);
+                    ++extra;
+                }
+                if (extra) log::info("warm-up: {} more tokens while decode timed its CPU/PCIe splits", extra);
+                continue;
+            }
             tps.push_back(o.gen_tokens / sec);
             if (st0.expert_slots > 0) {
                 const StreamStats after = m.backend->stream_stats();
@@ -327,12 +338,14 @@ int run(Opts o) {
                 bound > 0 ? 100 * st.mean / bound : 0.0, bound, st0.predicted_tokens_per_s));
         }
         if (ring) {
+            // The split decode ran the timed tokens with (the tuner may have moved it from st0's).
+            const StreamStats now = m.backend->stream_stats();
             // overlap: the share of the shorter activity (copies or kernels) that ran under the
             // longer one; 1 = wall time is the longer of the two, 0 = they ran one after the other.
-            const double wall = 1.0 / st.mean, copy = st0.copy_s_per_pass;
+            const double wall = 1.0 / st.mean, copy = now.copy_s_per_pass;
             const double kernels = m.backend->measure_decode_without_copies(8);
             const double overlap = kernels > 0 && copy > 0 ? std::clamp((copy + kernels - wall) / std::min(copy, kernels), 0.0, 1.0) : 0.0;
-            const double bpt = double(st0.bytes_per_pass), pcie = bpt * st.mean / 1e9, bound = h2d > 0 && bpt > 0 ? h2d * 1e9 / bpt : 0;
+            const double bpt = double(now.bytes_per_pass), pcie = bpt * st.mean / 1e9, bound = h2d > 0 && bpt > 0 ? h2d * 1e9 / bpt : 0;
             results.back().update({{"streamed_bytes_per_token", bpt}, {"pcie_gbs", pcie}, {"h2d_pinned_gbs", h2d},
                                    {"pcie_bound_tokens_per_s", bound}, {"pcie_bound_fraction", bound > 0 ? st.mean / bound : 0.0},
                                    {"copy_ms_per_token", copy * 1e3}, {"kernels_ms_per_token", kernels * 1e3},
@@ -343,17 +356,20 @@ int run(Opts o) {
                 "({:.2f} tok/s); per token: copies {:.1f} ms, kernels {:.1f} ms, wall {:.1f} ms, overlap {:.0f}%; planner predicted {:.2f} tok/s",
                 name, format_bytes(bpt), pcie, h2d, bound > 0 ? 100 * st.mean / bound : 0.0, bound, copy * 1e3, kernels * 1e3, wall * 1e3,
                 100 * overlap, st0.predicted_tokens_per_s));
-            if (st0.cpu_layers > 0) {
+            if (now.cpu_layers > 0 || !now.split.empty()) {
                 // The CPU as a third place: its layers' bytes, and the bound with both host paths busy.
-                const double cpu_bpt = double(st0.cpu_bytes_per_token), both = st0.combined_bound_tokens_per_s;
-                results.back()["cpu"] = {{"layers", st0.cpu_layers}, {"threads", st0.cpu_threads}, {"bytes_per_token", cpu_bpt},
+                const double cpu_bpt = double(now.cpu_bytes_per_token), both = now.combined_bound_tokens_per_s;
+                results.back()["cpu"] = {{"layers", now.cpu_layers}, {"planned_layers", now.split.empty() ? now.cpu_layers : now.planned_cpu_layers},
+                                         {"threads", now.cpu_threads}, {"bytes_per_token", cpu_bpt},
                                          {"gbs", cpu_bpt * st.mean / 1e9}, {"combined_bound_tokens_per_s", both},
-                                         {"combined_bound_fraction", both > 0 ? st.mean / both : 0.0}};
+                                         {"combined_bound_fraction", both > 0 ? st.mean / both : 0.0}, {"split", now.split}};
                 stream_lines.push_back(fmt::format(
                     "{}: {} layers on the CPU ({} threads) read {}/token = {:.1f} GB/s beside PCIe; {:.1f}% of the bound with both host "
                     "paths busy ({:.2f} tok/s, from the plan's bandwidths)",
-                    name, st0.cpu_layers, st0.cpu_threads, format_bytes(cpu_bpt), cpu_bpt * st.mean / 1e9,
+                    name, now.cpu_layers, now.cpu_threads, format_bytes(cpu_bpt), cpu_bpt * st.mean / 1e9,
                     both > 0 ? 100 * st.mean / both : 0.0, both));
+                if (!now.split.empty()) stream_lines.push_back(fmt::format("{}: decode split from token times: {}", name, now.split));
+                else if (now.split_tuning) stream_lines.push_back(fmt::format("{}: decode was still timing CPU/PCIe splits during the timed runs", name));
             }
         }
     }

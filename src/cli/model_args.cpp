@@ -91,6 +91,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "Larger than VRAM: compute exactly N of the layers outside VRAM on the CPU during decode, 0 = none "
                    "(default: as many as the planner predicts fastest)")
         ->check(int_at_least(0));
+    sub.add_flag("--tune-split", a.tune_split,
+                 "Larger than VRAM, CUDA: start decode at the planner's CPU layer count and move it by decode's own token "
+                 "times, keeping the fastest (the host rates the planner measures can move 30-50% within seconds). "
+                 "Outputs then depend on timing: CPU and GPU layers round differently");
 }
 
 void add_sampling_args(CLI::App& sub, SamplingArgs& a) {
@@ -169,6 +173,11 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
     bo.expert_slots = a.expert_slots;
     bo.cpu_layers = a.cpu_layers;
+    if (a.tune_split && a.cpu_layers >= 0)
+        fail("--tune-split moves the count of CPU layers that --cpu-layers {} pins; give one of them", a.cpu_layers);
+    bo.tune_split = a.tune_split;
+    if (a.tune_split && (bo.device == "cpu" || bo.device == "host"))
+        log::warn("--tune-split does not apply to the {} backend (no layers outside VRAM); ignored", bo.device == "cpu" ? "CPU" : "host");
     if (a.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", a.model);
     // The CUDA backend plans with these budgets and prints its plan; the CPU and host backends have
     // no VRAM to budget and read the weights from the mapping in place.

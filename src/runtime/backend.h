@@ -36,8 +36,12 @@ struct StreamStats {
     uint64_t expert_block_bytes = 0; // bytes one miss copies
     uint64_t expert_hits = 0;        // decode lookups since load
     uint64_t expert_misses = 0;
-    // Layers computed on the CPU in decode (issue #16), from the plan.
+    // Layers computed on the CPU in decode (issue #16): the split in use, which decode may have
+    // moved from the plan's count by its own token times (runtime/split_tuner.h).
     int cpu_layers = 0;
+    int planned_cpu_layers = 0;
+    bool split_tuning = false;  // still timing counts: the split may move at the next token
+    std::string split;          // what the tuner kept and tried ("" while tuning, or with no tuner)
     int cpu_threads = 0;
     uint64_t cpu_bytes_per_token = 0;
     double combined_bound_tokens_per_s = 0;  // non-resident bytes / (PCIe + host read bandwidth)
@@ -122,6 +126,7 @@ struct BackendOptions {
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)
     int cpu_layers = -1;         // larger than VRAM: layers computed on the CPU in decode; -1 = the planner's choice
+    bool tune_split = false;     // and from there, moved by decode's token times (runtime/split_tuner.h)
     int n_sequences = 1;         // sequence slots, each with its own cache of `context` positions (serve --parallel);
                                  // backends that hold one ignore it (see Backend::max_sequences)
 };

@@ -52,6 +52,14 @@ std::string gemv_weights_name(QuantScheme q) { return q == QuantScheme::none ? "
 
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
+// Whether movable layer k of n decodes on the CPU when c of them do: the n - c streamed ones
+// evenly spread, each run of CPU layers followed by one, so the copy engine fills the next slot
+// while the CPU works.
+bool cpu_at(int k, int n, int c) {
+    const int64_t n_stream = n - c;
+    return (int64_t(k + 1) * n_stream) / n == (int64_t(k) * n_stream) / n;
+}
+
 }  // namespace
 
 std::vector<MemLine> fixed_vram_lines(const ModelSpec& s, DType weights, int context, int n_sequences, KvCacheType kv_type) {
@@ -305,7 +313,7 @@ Plan make_expert_cache_plan(const PlanInput& in, Plan p, const std::vector<MemLi
              format_bytes(double(p.ram_budget)), format_bytes(double(ram_need)));
     for (const auto& b : in.blocks) {
         Placement place = b.expert >= 0 ? Placement::expert_cache : Placement::vram;
-        p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, place, -1, b.expert});
+        p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, place, -1, b.expert, b.decode_read});
     }
     if (ht.ple_host) place_per_layer_table_in_host(p, ht.ple, ple_bytes);
     if (embed_host) {
@@ -508,7 +516,7 @@ Plan make_plan(const PlanInput& in) {
 
 
     // ---- placements ----
-    for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1, b.expert});
+    for (const auto& b : in.blocks) p.blocks.push_back({b.name, b.layer, b.offset, b.bytes, Placement::vram, -1, b.expert, b.decode_read});
     p.ring_slots = best.ring;
     p.slot_bytes = best.slot;
     // A tied embedding is the head: it is host-mapped for the lookups exactly when it is streamed.
@@ -639,9 +647,7 @@ Plan make_plan(const PlanInput& in) {
         return steps;
     };
     // Candidates for the CPU: streamed layers registered in host memory (the CPU reads them there).
-    std::vector<int> movable;
-    for (int i : p.stream_order)
-        if (p.blocks[size_t(i)].layer >= 0 && p.blocks[size_t(i)].place == Placement::registered) movable.push_back(i);
+    const std::vector<int> movable = decode_movable_blocks(p);
     const uint64_t host_kv = 2 * kv_cache_layer_bytes(s, in.context, in.weights, in.kv_cache);  // a CPU layer's cache in host memory
     const uint64_t ram_spare = p.ram_budget > p.ram_used ? p.ram_budget - p.ram_used : 0;
     // note: the host decode path computes attention layers with dense FFNs only.
@@ -672,12 +678,10 @@ Plan make_plan(const PlanInput& in) {
              in.cpu_layers, max_cpu, movable.size(),
              s.has_moe() ? "; mixture-of-experts models keep every layer on the GPU"
              : gpu_only  ? fmt::format("; {}: every layer stays on the GPU", host_limit) : "");
+    p.max_cpu_layers = max_cpu;
     auto placement_for = [&](int c) {
-        // Streamed layers among the movable ones, evenly spread, each group of CPU layers followed by one.
         std::vector<bool> on_cpu(in.blocks.size(), false);
-        const int n = int(movable.size()), n_stream = n - c;
-        for (int k = 0; k < n; ++k)
-            on_cpu[size_t(movable[size_t(k)])] = (int64_t(k + 1) * n_stream) / n == (int64_t(k) * n_stream) / n;
+        for (int k = 0; k < int(movable.size()); ++k) on_cpu[size_t(movable[size_t(k)])] = cpu_at(k, int(movable.size()), c);
         return on_cpu;
     };
     auto time_for = [&](int c) {
@@ -761,6 +765,10 @@ Plan make_plan(const PlanInput& in) {
                                       p.n_cpu_layers, p.cpu_threads, in.bw.cpu_gemv_gbs, gemv_weights_name(in.bw.cpu_gemv_weights),
                                       n_streamed_layers - p.n_cpu_layers,
                                       gb(double(p.pcie_bytes)), gb(double(p.cpu_bytes)), p.handoffs));
+    if (in.cpu_layers < 0 && p.max_cpu_layers > 0)
+        p.notes.push_back(fmt::format("with --tune-split, decode starts at {} CPU layers and moves the count (0..{}) by its own "
+                                      "token times, which the host rates measured here only predict",
+                                      p.n_cpu_layers, p.max_cpu_layers));
     if (std::find(p.stream_order.begin(), p.stream_order.end(), output) != p.stream_order.end())
         p.notes.push_back("the output head is streamed too: it does not fit beside a ring");
     if (p.disk_bytes)
@@ -782,6 +790,42 @@ std::string in_host_memory(const Plan& p) {
     return "";
 }
 }  // namespace
+
+std::vector<int> decode_movable_blocks(const Plan& p) {
+    std::vector<int> out;
+    for (int i : p.stream_order) {
+        const BlockPlacement& b = p.blocks[size_t(i)];
+        if (b.layer >= 0 && (b.place == Placement::registered || b.place == Placement::cpu)) out.push_back(i);
+    }
+    return out;
+}
+
+void set_decode_split(Plan& p, int n_cpu) {
+    TT_ASSERT(n_cpu >= 0 && n_cpu <= p.max_cpu_layers, "{} CPU layers: the plan allows 0..{}", n_cpu, p.max_cpu_layers);
+    const std::vector<int> movable = decode_movable_blocks(p);
+    for (size_t k = 0; k < movable.size(); ++k)
+        p.blocks[size_t(movable[k])].place = cpu_at(int(k), int(movable.size()), n_cpu) ? Placement::cpu : Placement::registered;
+    p.decode_stream_order.clear();
+    for (int i : p.stream_order)
+        if (p.blocks[size_t(i)].place != Placement::cpu) p.decode_stream_order.push_back(i);
+    p.n_cpu_layers = n_cpu;
+    p.cpu_bytes = p.pcie_bytes = 0;
+    for (const BlockPlacement& b : p.blocks) {
+        if (b.place == Placement::cpu) p.cpu_bytes += b.decode_read;
+        if (is_streamed(b.place)) p.pcie_bytes += b.bytes;
+    }
+    // Each run of consecutive CPU layers hands the hidden state down and back up (the head and
+    // the embedding never run on the CPU).
+    std::vector<bool> layer_on_cpu;
+    for (const BlockPlacement& b : p.blocks)
+        if (b.layer >= 0 && b.expert < 0) {
+            if (size_t(b.layer) >= layer_on_cpu.size()) layer_on_cpu.resize(size_t(b.layer) + 1, false);
+            layer_on_cpu[size_t(b.layer)] = layer_on_cpu[size_t(b.layer)] || b.place == Placement::cpu;
+        }
+    p.handoffs = 0;
+    for (size_t il = 0; il < layer_on_cpu.size(); ++il)
+        if (layer_on_cpu[il] && (il == 0 || !layer_on_cpu[il - 1])) p.handoffs += 2;
+}
 
 std::string Plan::summary() const {
     if (expert_slots > 0)

@@ -165,6 +165,7 @@ struct BlockPlacement {
     Placement place = Placement::vram;
     int stream_index = -1;  // position among streamed blocks in (prefill) pass order; slot = stream_index % ring_slots
     int expert = -1;        // "layer.N.expert.E": E
+    uint64_t decode_read = 0;  // PlanBlock::decode_read: what a decode step reads of it (a CPU layer's bytes)
 };
 
 struct Plan {
@@ -208,7 +209,10 @@ struct Plan {
     double decode_tps = 0;               // predicted
     double pcie_bound_tps = 0;           // h2d_pinned / pcie_bytes (0 when nothing streams)
     // The CPU as a third place (Placement::cpu): layers computed from host memory during decode.
+    // n_cpu_layers, cpu_bytes, handoffs, pcie_bytes and decode_stream_order describe the split in
+    // use (set_decode_split); the predictions (decode_tps, decode_cpu_s, ...) are for the planner's.
     int n_cpu_layers = 0;
+    int max_cpu_layers = 0;              // how many the split may put on the CPU (0: none can go there)
     int cpu_threads = 0;                 // the thread count the CPU rate is for
     uint64_t cpu_bytes = 0;              // weight bytes the CPU reads per decode token
     int handoffs = 0;                    // GPU <-> CPU switches of the hidden state per token
@@ -231,6 +235,14 @@ struct Plan {
 // Throws tt::Error when the budget is below the minimum working set, naming the flag, the budget,
 // the minimum and what it is made of.
 Plan make_plan(const PlanInput& in);
+
+// Decode's split of the movable layers (streamed layers registered in host memory: the CPU reads
+// them in place) between the CPU and the ring. The planner picks a count; the CUDA backend may
+// move it later from measured token times (runtime/split_tuner.h). Placing `n_cpu` of them
+// (0..max_cpu_layers) spreads them as the planner does, each run of CPU layers followed by a
+// streamed one, and sets n_cpu_layers, decode_stream_order, cpu_bytes, pcie_bytes and handoffs.
+std::vector<int> decode_movable_blocks(const Plan& p);  // block indices, in stream order
+void set_decode_split(Plan& p, int n_cpu);
 
 // The VRAM budget a GPU works within: --vram-budget `asked` (0: none), else, or when it is more
 // than the GPU has (device_total) or has free (device_free; 0 total: unknown, taken as asked), the

@@ -95,5 +95,14 @@ fails_with "RAM below the bounce buffer" "--ram-budget: .* below the minimum" "$
 fails_with "bad size" "--vram-budget" "$TT" "${P[@]}" --vram-budget 8XB
 "$TT" -q run "$tmp/ts.thin" --device cpu --vram-budget 1GiB --prompt "" --temperature 0 --max-tokens 2 >/dev/null 2>"$tmp/cpu.err"
 check "cpu: --vram-budget does not apply" grep -q -e "warning: --vram-budget does not apply to the CPU backend" "$tmp/cpu.err"
+# --tune-split (runtime/split_tuner.h) moves the count --cpu-layers would pin: the two are refused
+# together; the plan says what the flag would do with its count; the CPU backend has nothing to tune.
+fails_with "--tune-split with --cpu-layers" "--tune-split moves the count of CPU layers that --cpu-layers 1 pins" \
+  "$TT" run "$tmp/ts.thin" --device cpu --tune-split --cpu-layers 1 --prompt "" --max-tokens 1
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" >"$tmp/tune.txt"
+check "plan: --tune-split's note names the count and the range" \
+  grep -Eq "with --tune-split, decode starts at [0-9]+ CPU layers and moves the count \(0\.\.[1-9][0-9]*\)" "$tmp/tune.txt"
+"$TT" -q run "$tmp/ts.thin" --device cpu --tune-split --prompt "" --temperature 0 --max-tokens 2 >/dev/null 2>"$tmp/tune-cpu.err"
+check "cpu: --tune-split does not apply" grep -q -e "warning: --tune-split does not apply to the CPU backend" "$tmp/tune-cpu.err"
 
 finish

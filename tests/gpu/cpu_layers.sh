@@ -2,8 +2,9 @@
 # Issue #16's GPU check: layers computed on the CPU beside the weight stream. For every dense
 # fixture (f32 and bf16) at the smallest VRAM budget, with half and then all of the streamed layers
 # on the CPU: `validate` against transformers' logits on the CUDA backend, with the tolerances of
-# the CUDA checks; then TinyStories' greedy text across prefill and 200 decode steps with CPU
-# layers against the streamed run (the CPU layers' KV rows cross between host and VRAM).
+# the CUDA checks, and again with --tune-split moving the count between greedy steps; then
+# TinyStories' greedy text across prefill and 200 decode steps with CPU layers, pinned and tuned,
+# against the streamed run (the CPU layers' KV rows cross between host and VRAM).
 # Sourced by tests/gpu/run.sh (uses its check(), $TT, $S, $work, $GPU_FIXTURES), or run alone:
 #   bash tests/gpu/cpu_layers.sh   (after tests/gpu/stage.sh; converts the archives itself)
 if [ -z "${TT:-}" ]; then
@@ -43,16 +44,28 @@ for m in $GPU_FIXTURES; do
     a=$work/$m.$dt.thin
     b=$(min_vram "$a" $ctx); ns=$(n_streamed "$a" $ctx "$b")
     [ "${ns:-0}" -gt 0 ] || { echo "skip $m $dt: nothing streams at the minimum budget"; continue; }
+    if [ $dt = f32 ]; then tol=(--min-cosine 0.9999 --max-abs-diff 1e-2); else tol=(--key logits_bf16 --min-cosine 0.999 --no-greedy); fi
     for c in $(( (ns + 1) / 2 )) "$ns"; do
-      if [ $dt = f32 ]; then tol=(--min-cosine 0.9999 --max-abs-diff 1e-2); else tol=(--key logits_bf16 --min-cosine 0.999 --no-greedy); fi
       check "$m $dt, $c of $ns streamed layers on the CPU (cuda)" $TT -q validate "$a" --reference "$src/reference.safetensors" \
         --device cuda --context $ctx --vram-budget "$b" --cpu-layers "$c" "${tol[@]}"
     done
+    # --tune-split: decode moves the split by its token times (split_tuner.h) during the greedy
+    # steps, each move sending the CPU layers' decoded KV rows to VRAM and the new ones' down.
+    check "$m $dt, the split tuned during decode (cuda)" $TT -q validate "$a" --reference "$src/reference.safetensors" \
+      --device cuda --context $ctx --vram-budget "$b" --tune-split "${tol[@]}"
   done
 done
 b=$(min_vram "$work/ts.thin" 256)
 $TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --context 256 --device cuda --vram-budget "$b" --cpu-layers 0 >"$work/ts.stream.txt"
 $TT -q run "$work/ts.thin" --temperature 0 --max-tokens 200 --context 256 --device cuda --vram-budget "$b" --cpu-layers 2 >"$work/ts.cpu2.txt"
 check "tinystories f32 golden text with 2 CPU layers equals the streamed run" cmp "$work/ts.stream.txt" "$work/ts.cpu2.txt"
+# --tune-split moves the split between tokens (at least once: it tries a count beside the plan's);
+# the text must not notice.
+$TT run "$work/ts.thin" --temperature 0 --max-tokens 200 --context 256 --device cuda --vram-budget "$b" --tune-split \
+  >"$work/ts.tuned.txt" 2>"$work/ts.tuned.err"
+check "tinystories f32 golden text with the split tuned during decode equals the streamed run" cmp "$work/ts.stream.txt" "$work/ts.tuned.txt"
+check "the tuner tried two counts or more and said which it kept" \
+  grep -Eq 'decode split from token times: .*tried [0-9]+: [0-9.]+, [0-9]+: ' "$work/ts.tuned.err"
+grep -h 'decode split from token times' "$work/ts.tuned.err"
 $TT -q plan "$work/ts.thin" --context 256 --vram-budget "$b" --cpu-layers 2 | tail -n 12
 if [ -n "${standalone:-}" ]; then echo "$pass passed, $failed failed"; [ "$failed" -eq 0 ]; fi

@@ -491,6 +491,35 @@ TEST(Plan, CpuLayersForcedAndRefused) {
     EXPECT_TRUE(make_plan(resident).warnings.empty());
 }
 
+TEST(Plan, DecodeSplitSetLaterPlacesWhatThePlannerWould) {
+    // The CUDA backend moves the split from measured token times (split_tuner.h) by calling
+    // set_decode_split on the plan it loaded. For every count it must place exactly what the
+    // planner places when asked for that count. 8 layers: layer 0 and the head resident, 7 streamed.
+    PlanInput in = test::small_plan_input(8);
+    in.vram_budget = k_fixed + 4 * 32768 + 5 * MiB;
+    in.cpu_layers = 0;
+    const Plan base = make_plan(in);
+    ASSERT_EQ(decode_movable_blocks(base).size(), 7u);
+    ASSERT_EQ(base.max_cpu_layers, 7);
+    Plan moved = base;
+    for (int c : {3, 7, 1, 5, 0, 2, 6, 4}) {
+        PlanInput forced = in;
+        forced.cpu_layers = c;
+        const Plan want = make_plan(forced);
+        set_decode_split(moved, c);
+        for (size_t i = 0; i < want.blocks.size(); ++i) EXPECT_EQ(moved.blocks[i].place, want.blocks[i].place) << c << " " << i;
+        EXPECT_EQ(moved.decode_stream_order, want.decode_stream_order) << c;
+        EXPECT_EQ(moved.stream_order, want.stream_order) << c;
+        EXPECT_EQ(moved.n_cpu_layers, c);
+        EXPECT_EQ(moved.cpu_bytes, want.cpu_bytes) << c;
+        EXPECT_EQ(moved.pcie_bytes, want.pcie_bytes) << c;
+        EXPECT_EQ(moved.handoffs, want.handoffs) << c;
+    }
+    // 3 of 7: streamed ones spread among them, each run of CPU layers ended by one.
+    set_decode_split(moved, 3);
+    EXPECT_EQ(moved.handoffs, 6);
+}
+
 TEST(Plan, CpuLayersShareTheHostsMemory) {
     // A GPU so fast that its layers cost only their launch: with one CPU layer the pass's timeline
     // is ~4 ms, but the copy engine and the CPU read 3 MiB from a host that reads 0.6 MiB/ms alone

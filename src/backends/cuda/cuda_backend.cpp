@@ -15,7 +15,10 @@
 // the host decode path (host/host_layers.h) and the state comes back up, while the copy stream
 // goes on streaming the next layers into the ring. Their KV cache lives in host memory for decode;
 // prefill computes them on the GPU like any streamed layer, so the rows the other side wrote are
-// copied across first (sync_cpu_kv_*).
+// copied across first (sync_cpu_kv_*). With --tune-split, how many decode on the CPU starts at the
+// plan's count and moves with decode's own token times (runtime/split_tuner.h): between tokens the
+// rows decode wrote go back to VRAM, the layers move (set_cpu_split), and the graph is captured
+// again.
 //
 // Prefill (many tokens): cuBLAS GEMMs on the normalized activations (stored in the weights' dtype),
 // the residual adds in the GEMM epilogue; attention by the flash kernel (flash_attention.cu) for
@@ -60,6 +63,7 @@
 #include "runtime/plan.h"
 #include "runtime/rope.h"
 #include "runtime/sampler.h"
+#include "runtime/split_tuner.h"
 #include "runtime/state_checkpoints.h"
 
 #include <fmt/format.h>
@@ -77,6 +81,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace tt::cuda {
@@ -218,8 +223,13 @@ public:
 
 private:
     void upload(const Archive& a, const ModelWeights& w, const BackendOptions& opt);
-    // The CPU layers (plan_.n_cpu_layers > 0): their host decode path, grouped in runs of consecutive layers.
+    // The CPU layers (plan_.n_cpu_layers > 0, or a split the tuner may move): their host decode
+    // path, grouped in runs of consecutive layers (place_cpu_layers, from plan_'s placements).
     void setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt);
+    void place_cpu_layers(bool moved = false);
+    // Moves decode's split to n_cpu layers on the CPU before the decode step at position pos: the
+    // rows decode wrote in host memory go to VRAM first, the new CPU layers read theirs from there.
+    void set_cpu_split(int n_cpu, int pos);
     static void CUDART_CB run_cpu_group(void* group);
     // The CPU layers' KV rows [valid, upto) copied from the side that wrote them: the device's
     // (prefill) into host memory before a decode step, the host's (decode) into VRAM before a prefill.
@@ -434,6 +444,8 @@ private:
     // the CPU layers split their rows over, and the slowest share sets each product's time.
     cudaEvent_t step_done_ = nullptr;
     int host_kv_valid_ = 0, dev_kv_valid_ = 0;   // positions of the CPU layers' cache valid on each side
+    std::unique_ptr<SplitTuner> tuner_;          // null: the count is pinned (--cpu-layers) or cannot move
+    int next_split_ = -1;                        // the count the next decode step moves to (-1: stays)
     std::mutex cpu_error_mu_;
     std::string cpu_error_;
     std::atomic<bool> cpu_failed_{false};
@@ -489,7 +501,17 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     if (wdt_ != DType::f32) TT_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
 
     upload(a, w, opt);
-    if (plan_.n_cpu_layers > 0) setup_cpu_layers(w, opt);
+    // --tune-split: the tuner moves the split only where it can: a pass that streams, layers the
+    // host path can compute, one sequence (--cpu-layers, which it would move, is refused with it).
+    if (opt.tune_split) {
+        const char* none = !ws_->streaming()        ? "every layer is resident"
+                           : n_seq_ > 1             ? "several sequence slots"
+                           : plan_.max_cpu_layers == 0 ? "no layer outside VRAM can run on the CPU (see `thintensor plan`)"
+                                                       : nullptr;
+        if (none) log::warn("--tune-split: nothing to tune ({}); the plan's split stays", none);
+        else tuner_ = std::make_unique<SplitTuner>(plan_.n_cpu_layers, plan_.max_cpu_layers);
+    }
+    if (plan_.n_cpu_layers > 0 || tuner_) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
         fail("{}: {} sequence slots need the weights resident in VRAM, but the plan {} ({}); use --parallel 1, a smaller "
              "--ctx-size (each slot keeps its own KV cache), or a GPU with more memory", a.path(), n_seq_,
@@ -731,11 +753,19 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
 
 void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt) {
     host_weights_ = w;
+    host_pool_ = std::make_unique<ThreadPool>(opt.n_threads);
+    TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
+    TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
+    place_cpu_layers();
+}
+
+void CudaBackend::place_cpu_layers(bool moved) {
     std::vector<int> cpu;
-    cpu_group_at_.assign(size_t(spec_.n_layers), -1);
     for (const auto& b : plan_.blocks)
         if (b.place == Placement::cpu) cpu.push_back(b.layer);
     std::sort(cpu.begin(), cpu.end());
+    cpu_group_at_.assign(size_t(spec_.n_layers), -1);
+    cpu_groups_.clear();
     cpu_groups_.reserve(cpu.size());  // host nodes keep pointers to the groups
     for (size_t i = 0; i < cpu.size(); ++i) {
         if (i > 0 && cpu[i] == cpu[i - 1] + 1) {
@@ -745,12 +775,27 @@ void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& 
         cpu_group_at_[size_t(cpu[i])] = int(cpu_groups_.size());
         cpu_groups_.push_back({this, cpu[i], cpu[i] + 1});
     }
-    host_pool_ = std::make_unique<ThreadPool>(opt.n_threads);
+    host_layers_.reset();  // (its caches first: the new one allocates as many)
+    if (cpu.empty()) return;
     host_layers_ = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
-    TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
-    TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
-    log::info("decode computes {} layers on the CPU ({} threads, {} runs of consecutive layers) beside {} streamed over PCIe",
-              cpu.size(), host_pool_->size(), cpu_groups_.size(), plan_.decode_stream_order.size());
+    const std::string what = fmt::format("decode computes {} layers on the CPU ({} threads, {} runs of consecutive layers) beside {} "
+                                         "streamed over PCIe", cpu.size(), host_pool_->size(), cpu_groups_.size(),
+                                         plan_.decode_stream_order.size());
+    if (moved) log::debug("{}", what);  // the tuner's moves: its report says where it settled
+    else log::info("{}", what);
+}
+
+void CudaBackend::set_cpu_split(int n_cpu, int pos) {
+    TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    sync_cpu_kv_to_device(pos);  // every layer's rows [0, pos) in VRAM: the layers leaving the CPU need theirs
+    for (cudaGraphExec_t& g : graphs_)  // they hold the old groups' host nodes and the old copy order
+        if (g) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(g, nullptr)));
+    if (graph_no_copies_) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(graph_no_copies_, nullptr)));
+    set_decode_split(plan_, n_cpu);
+    ws_->set_decode_split(n_cpu);
+    place_cpu_layers(true);
+    host_kv_valid_ = 0;  // new host caches: the next step copies rows [0, pos) down (sync_cpu_kv_to_host)
+    dev_kv_valid_ = pos;
 }
 
 void CUDART_CB CudaBackend::run_cpu_group(void* group) {
@@ -817,7 +862,12 @@ void CudaBackend::sync_cpu_kv_to_device(int upto) {
 }
 
 StreamStats CudaBackend::stream_stats() const {
-    StreamStats st = ws_->stats();  // the plan's summary and prediction included
+    StreamStats st = ws_->stats();  // the plan's summary and prediction included, the split in use
+    if (tuner_) {
+        st.planned_cpu_layers = tuner_->planned();
+        st.split_tuning = !tuner_->settled();
+        st.split = tuner_->report();
+    }
     if (cache_) {
         st.streaming = true;
         st.expert_slots = cache_->slots();
@@ -1251,9 +1301,11 @@ void CudaBackend::wait_step() {
 }
 
 void CudaBackend::run_decode_graph() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int pos = host_io_[1];
+    if (next_split_ >= 0) set_cpu_split(std::exchange(next_split_, -1), pos);
     cudaGraphExec_t& graph = graphs_[size_t(cur_)];
     if (!graph) graph = capture_decode_graph();
-    const int pos = host_io_[1];
     sync_cpu_kv_to_host(pos);  // the CPU layers attend over rows a prefill wrote on the GPU
     TT_CUDA_CHECK(cudaGraphLaunch(graph, stream_));
     ws_->count_pass();
@@ -1263,6 +1315,11 @@ void CudaBackend::run_decode_graph() {
     if (host_layers_) {
         host_kv_valid_ = pos + 1;
         dev_kv_valid_ = std::min(dev_kv_valid_, pos);  // row pos now differs between the two sides
+    }
+    if (tuner_ && !tuner_->settled()) {
+        const int next = tuner_->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (next != plan_.n_cpu_layers) next_split_ = next;  // moved before the next step, at its position
+        if (tuner_->settled()) log::info("decode split from token times: {}", tuner_->report());
     }
 }
 

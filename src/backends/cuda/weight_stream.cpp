@@ -26,7 +26,7 @@ constexpr uint64_t k_read_chunk = uint64_t(8) << 20;  // one pread / memcpy per 
 }  // namespace
 
 WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_t compute)
-    : archive_(archive), plan_(plan), compute_(compute) {
+    : archive_(archive), plan_(plan), compute_(compute), planned_summary_(plan.summary()) {
     const size_t nb = plan_.blocks.size();
     resident_off_.assign(nb, -1);
     stream_index_.assign(nb, -1);
@@ -74,22 +74,7 @@ WeightStream::WeightStream(const Archive& archive, const Plan& plan, cudaStream_
                 any_bounce |= b.place == Placement::bounce;
                 any_disk |= b.place == Placement::disk;
             }
-            // A block keeps the slot of its place in the prefill order, so its tensors have one
-            // address; a decode pass, which skips the CPU layers, waits for whichever block last
-            // used a slot in its own order.
-            for (int k = 0; k < 2; ++k) {
-                std::vector<int> last(size_t(R), -1);
-                for (size_t j = 0; j < streamed_.size(); ++j) {
-                    if (Pass(k) == Pass::decode && streamed_[j].place == Placement::cpu) continue;
-                    const size_t slot = j % size_t(R);
-                    order_[k].push_back(int(j));
-                    slot_before_[k].push_back(last[slot]);
-                    last[slot] = int(j);
-                }
-            }
-            bytes_per_pass_ = 0;
-            for (int j : order_[int(Pass::decode)]) bytes_per_pass_ += streamed_[size_t(j)].bytes;
-            for (const Streamed& st : streamed_) prefill_bytes_per_pass_ += st.bytes;
+            build_pass_orders();
             jobs_.resize(streamed_.size());
             for (size_t j = 0; j < jobs_.size(); ++j) jobs_[j] = {this, int(j)};
             enqueued_.assign(streamed_.size(), false);
@@ -275,6 +260,38 @@ const void* WeightStream::lookup_address(const ArchiveTensor& t) const {
     return static_cast<const uint8_t*>(host_device_[size_t(embed_block_)]) + (t.offset - b.offset);
 }
 
+void WeightStream::build_pass_orders() {
+    // A block keeps the slot of its place in the prefill order, so its tensors have one address; a
+    // decode pass, which skips the CPU layers, waits for whichever block last used a slot in its
+    // own order.
+    const size_t R = size_t(plan_.ring_slots);
+    for (int k = 0; k < 2; ++k) {
+        order_[k].clear();
+        slot_before_[k].clear();
+        std::vector<int> last(R, -1);
+        for (size_t j = 0; j < streamed_.size(); ++j) {
+            if (Pass(k) == Pass::decode && streamed_[j].place == Placement::cpu) continue;
+            order_[k].push_back(int(j));
+            slot_before_[k].push_back(last[j % R]);
+            last[j % R] = int(j);
+        }
+    }
+    bytes_per_pass_ = prefill_bytes_per_pass_ = 0;
+    for (int j : order_[int(Pass::decode)]) bytes_per_pass_ += streamed_[size_t(j)].bytes;
+    for (const Streamed& st : streamed_) prefill_bytes_per_pass_ += st.bytes;
+}
+
+void WeightStream::set_decode_split(int n_cpu) {
+    TT_ASSERT(!in_pass_ && streaming());
+    earlier_passes_ += passes_;
+    earlier_bytes_ += passes_ * bytes_per_pass_;
+    passes_ = 0;
+    tt::set_decode_split(plan_, n_cpu);
+    for (Streamed& st : streamed_) st.place = plan_.blocks[size_t(st.block)].place;  // every one registered: cpu or not
+    build_pass_orders();
+    copy_s_per_pass_ = time_copy_pass();
+}
+
 bool WeightStream::in_pass_order(int j) const { return kind_ == Pass::prefill || streamed_[size_t(j)].place != Placement::cpu; }
 
 void WeightStream::enqueue_ready() {
@@ -457,10 +474,10 @@ double WeightStream::time_copy_pass() {
 StreamStats WeightStream::stats() const {
     StreamStats st;
     st.streaming = streaming();
-    st.plan = plan_.summary();
+    st.plan = planned_summary_;
     st.bytes_per_pass = bytes_per_pass_;
-    st.passes = passes_ + prefill_passes_;
-    st.bytes_streamed = passes_ * bytes_per_pass_ + prefill_passes_ * prefill_bytes_per_pass_;
+    st.passes = earlier_passes_ + passes_ + prefill_passes_;
+    st.bytes_streamed = earlier_bytes_ + passes_ * bytes_per_pass_ + prefill_passes_ * prefill_bytes_per_pass_;
     st.copy_s_per_pass = copy_s_per_pass_;
     st.predicted_tokens_per_s = plan_.decode_tps;
     st.cpu_layers = plan_.n_cpu_layers;

@@ -87,6 +87,11 @@ public:
     void count_pass();
     // When false, passes keep the events but issue no copies (kernel-only timing; results invalid).
     void set_copies(bool on) { copies_ = on; }
+    // Moves decode's split to n_cpu layers on the CPU (set_decode_split in plan.h): the blocks a
+    // decode pass copies, their slot order, and one such pass's copy time (timed again). Outside a
+    // pass; a decode graph captured before copies the old order and must be captured again.
+    void set_decode_split(int n_cpu);
+    const Plan& plan() const { return plan_; }
     // Throws tt::Error when a host-side read for the bounce buffer failed since the last call.
     void check();
 
@@ -111,6 +116,7 @@ private:
     void enqueue_ready();
     void enqueue_copy(int j, int after);  // after: the streamed block that held the slot before (-1: none this pass)
     bool in_pass_order(int j) const;
+    void build_pass_orders();  // order_, slot_before_ and the bytes a pass copies, from streamed_'s places
     static void CUDART_CB fill_bounce(void* job);
     void fill(const Streamed& s);
     double time_copy_pass();
@@ -149,7 +155,9 @@ private:
     cudaEvent_t fork_ = nullptr, join_ = nullptr;
     bool copies_ = true, in_pass_ = false;
     uint64_t bytes_per_pass_ = 0, passes_ = 0;
+    uint64_t earlier_passes_ = 0, earlier_bytes_ = 0;  // decode passes at splits set before this one
     double copy_s_per_pass_ = 0;
+    std::string planned_summary_;  // the plan's own line, whatever split decode moves to
     std::mutex error_mu_;
     std::string error_;
     std::atomic<bool> failed_{false};
