@@ -356,21 +356,24 @@ int run(Opts o) {
                 "({:.2f} tok/s); per token: copies {:.1f} ms, kernels {:.1f} ms, wall {:.1f} ms, overlap {:.0f}%; planner predicted {:.2f} tok/s",
                 name, format_bytes(bpt), pcie, h2d, bound > 0 ? 100 * st.mean / bound : 0.0, bound, copy * 1e3, kernels * 1e3, wall * 1e3,
                 100 * overlap, st0.predicted_tokens_per_s));
-            if (now.cpu_layers > 0 || !now.split.empty()) {
+            if (now.cpu_layers > 0 || now.planned_cpu_layers > 0 || !now.split.empty()) {
                 // The CPU as a third place: its layers' bytes, and the bound with both host paths busy.
                 const double cpu_bpt = double(now.cpu_bytes_per_token), both = now.combined_bound_tokens_per_s;
-                results.back()["cpu"] = {{"layers", now.cpu_layers}, {"planned_layers", now.split.empty() ? now.cpu_layers : now.planned_cpu_layers},
+                results.back()["cpu"] = {{"layers", now.cpu_layers}, {"planned_layers", now.planned_cpu_layers},
                                          {"threads", now.cpu_threads}, {"bytes_per_token", cpu_bpt},
                                          {"gbs", cpu_bpt * st.mean / 1e9}, {"combined_bound_tokens_per_s", both},
-                                         {"combined_bound_fraction", both > 0 ? st.mean / both : 0.0}, {"split", now.split}};
+                                         {"combined_bound_fraction", both > 0 ? st.mean / both : 0.0}};
+                if (!now.split.empty()) results.back()["cpu"]["split"] = now.split;
                 stream_lines.push_back(fmt::format(
                     "{}: {} layers on the CPU ({} threads) read {}/token = {:.1f} GB/s beside PCIe; {:.1f}% of the bound with both host "
                     "paths busy ({:.2f} tok/s, from the plan's bandwidths)",
                     name, now.cpu_layers, now.cpu_threads, format_bytes(cpu_bpt), cpu_bpt * st.mean / 1e9,
                     both > 0 ? 100 * st.mean / both : 0.0, both));
                 if (!now.split.empty()) stream_lines.push_back(fmt::format("{}: decode split from token times: {}", name, now.split));
-                else if (now.split_tuning) stream_lines.push_back(fmt::format("{}: decode was still timing CPU/PCIe splits during the timed runs", name));
             }
+            if (now.split_tuning)
+                stream_lines.push_back(fmt::format("{}: decode was still timing CPU/PCIe splits during the timed runs (the warm-up had "
+                                                   "no context left to settle them: a larger --context gives it room)", name));
         }
     }
 

@@ -226,10 +226,11 @@ private:
     // The CPU layers (plan_.n_cpu_layers > 0, or a split the tuner may move): their host decode
     // path, grouped in runs of consecutive layers (place_cpu_layers, from plan_'s placements).
     void setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt);
-    void place_cpu_layers(bool moved = false);
+    void place_cpu_layers(std::unique_ptr<host::HostLayers> layers, bool moved = false);
     // Moves decode's split to n_cpu layers on the CPU before the decode step at position pos: the
     // rows decode wrote in host memory go to VRAM first, the new CPU layers read theirs from there.
-    void set_cpu_split(int n_cpu, int pos);
+    // False (and nothing moved, said in a warning) when the new host caches cannot be allocated.
+    bool set_cpu_split(int n_cpu, int pos);
     static void CUDART_CB run_cpu_group(void* group);
     // The CPU layers' KV rows [valid, upto) copied from the side that wrote them: the device's
     // (prefill) into host memory before a decode step, the host's (decode) into VRAM before a prefill.
@@ -504,12 +505,12 @@ CudaBackend::CudaBackend(const Archive& given, const BackendOptions& opt)
     // --tune-split: the tuner moves the split only where it can: a pass that streams, layers the
     // host path can compute, one sequence (--cpu-layers, which it would move, is refused with it).
     if (opt.tune_split) {
-        const char* none = !ws_->streaming()        ? "every layer is resident"
-                           : n_seq_ > 1             ? "several sequence slots"
+        const char* none = !ws_->streaming()           ? "every layer is resident"
                            : plan_.max_cpu_layers == 0 ? "no layer outside VRAM can run on the CPU (see `thintensor plan`)"
                                                        : nullptr;
         if (none) log::warn("--tune-split: nothing to tune ({}); the plan's split stays", none);
-        else tuner_ = std::make_unique<SplitTuner>(plan_.n_cpu_layers, plan_.max_cpu_layers);
+        else if (n_seq_ == 1) tuner_ = std::make_unique<SplitTuner>(plan_.n_cpu_layers, plan_.max_cpu_layers);
+        // (several sequence slots and a streaming plan are refused just below)
     }
     if (plan_.n_cpu_layers > 0 || tuner_) setup_cpu_layers(w, opt);
     if (n_seq_ > 1 && (ws_->streaming() || plan_.n_cpu_layers > 0 || plan_.expert_slots > 0))
@@ -751,19 +752,29 @@ void CudaBackend::upload(const Archive& a, const ModelWeights& w, const BackendO
                                            block_bytes, std::move(host_device), std::move(host_ptr), 2 * n_sms_);
 }
 
+namespace {
+
+std::vector<int> cpu_layer_list(const Plan& p) {
+    std::vector<int> cpu;
+    for (const auto& b : p.blocks)
+        if (b.place == Placement::cpu) cpu.push_back(b.layer);
+    std::sort(cpu.begin(), cpu.end());
+    return cpu;
+}
+
+}  // namespace
+
 void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt) {
     host_weights_ = w;
     host_pool_ = std::make_unique<ThreadPool>(opt.n_threads);
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
     TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
-    place_cpu_layers();
+    const std::vector<int> cpu = cpu_layer_list(plan_);
+    place_cpu_layers(cpu.empty() ? nullptr : std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_));
 }
 
-void CudaBackend::place_cpu_layers(bool moved) {
-    std::vector<int> cpu;
-    for (const auto& b : plan_.blocks)
-        if (b.place == Placement::cpu) cpu.push_back(b.layer);
-    std::sort(cpu.begin(), cpu.end());
+void CudaBackend::place_cpu_layers(std::unique_ptr<host::HostLayers> layers, bool moved) {
+    const std::vector<int> cpu = cpu_layer_list(plan_);
     cpu_group_at_.assign(size_t(spec_.n_layers), -1);
     cpu_groups_.clear();
     cpu_groups_.reserve(cpu.size());  // host nodes keep pointers to the groups
@@ -775,9 +786,8 @@ void CudaBackend::place_cpu_layers(bool moved) {
         cpu_group_at_[size_t(cpu[i])] = int(cpu_groups_.size());
         cpu_groups_.push_back({this, cpu[i], cpu[i] + 1});
     }
-    host_layers_.reset();  // (its caches first: the new one allocates as many)
+    host_layers_ = std::move(layers);
     if (cpu.empty()) return;
-    host_layers_ = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
     const std::string what = fmt::format("decode computes {} layers on the CPU ({} threads, {} runs of consecutive layers) beside {} "
                                          "streamed over PCIe", cpu.size(), host_pool_->size(), cpu_groups_.size(),
                                          plan_.decode_stream_order.size());
@@ -785,17 +795,30 @@ void CudaBackend::place_cpu_layers(bool moved) {
     else log::info("{}", what);
 }
 
-void CudaBackend::set_cpu_split(int n_cpu, int pos) {
+bool CudaBackend::set_cpu_split(int n_cpu, int pos) {
+    Plan next = plan_;
+    set_decode_split(next, n_cpu);
+    // The new layers' host caches first: if they cannot be allocated, nothing has moved.
+    const std::vector<int> cpu = cpu_layer_list(next);
+    std::unique_ptr<host::HostLayers> layers;
+    try {
+        if (!cpu.empty()) layers = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
+    } catch (const std::exception& e) {
+        log::warn("--tune-split: {} CPU layers need their KV caches in host memory, which failed ({}); the split stays at {} and "
+                  "tuning stops", n_cpu, e.what(), plan_.n_cpu_layers);
+        return false;
+    }
     TT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     sync_cpu_kv_to_device(pos);  // every layer's rows [0, pos) in VRAM: the layers leaving the CPU need theirs
     for (cudaGraphExec_t& g : graphs_)  // they hold the old groups' host nodes and the old copy order
         if (g) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(g, nullptr)));
     if (graph_no_copies_) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(graph_no_copies_, nullptr)));
-    set_decode_split(plan_, n_cpu);
+    plan_ = std::move(next);
     ws_->set_decode_split(n_cpu);
-    place_cpu_layers(true);
+    place_cpu_layers(std::move(layers), true);
     host_kv_valid_ = 0;  // new host caches: the next step copies rows [0, pos) down (sync_cpu_kv_to_host)
     dev_kv_valid_ = pos;
+    return true;
 }
 
 void CUDART_CB CudaBackend::run_cpu_group(void* group) {
@@ -865,7 +888,7 @@ StreamStats CudaBackend::stream_stats() const {
     StreamStats st = ws_->stats();  // the plan's summary and prediction included, the split in use
     if (tuner_) {
         st.planned_cpu_layers = tuner_->planned();
-        st.split_tuning = !tuner_->settled();
+        st.split_tuning = !tuner_->settled() || next_split_ >= 0;  // settling may leave one move to make
         st.split = tuner_->report();
     }
     if (cache_) {
@@ -1303,7 +1326,7 @@ void CudaBackend::wait_step() {
 void CudaBackend::run_decode_graph() {
     const auto t0 = std::chrono::steady_clock::now();
     const int pos = host_io_[1];
-    if (next_split_ >= 0) set_cpu_split(std::exchange(next_split_, -1), pos);
+    if (next_split_ >= 0 && !set_cpu_split(std::exchange(next_split_, -1), pos)) tuner_.reset();
     cudaGraphExec_t& graph = graphs_[size_t(cur_)];
     if (!graph) graph = capture_decode_graph();
     sync_cpu_kv_to_host(pos);  // the CPU layers attend over rows a prefill wrote on the GPU

@@ -480,7 +480,7 @@ StreamStats WeightStream::stats() const {
     st.bytes_streamed = earlier_bytes_ + passes_ * bytes_per_pass_ + prefill_passes_ * prefill_bytes_per_pass_;
     st.copy_s_per_pass = copy_s_per_pass_;
     st.predicted_tokens_per_s = plan_.decode_tps;
-    st.cpu_layers = plan_.n_cpu_layers;
+    st.cpu_layers = st.planned_cpu_layers = plan_.n_cpu_layers;  // (the backend's tuner says when they differ)
     st.cpu_threads = plan_.cpu_threads;
     st.cpu_bytes_per_token = plan_.cpu_bytes;
     st.combined_bound_tokens_per_s = plan_.combined_bound_tps;
