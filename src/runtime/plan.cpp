@@ -695,35 +695,23 @@ Plan make_plan(const PlanInput& in) {
             const double t = time_for(c);
             if (t < best_s * 0.999) best_c = c, best_s = t;  // a CPU layer must earn its place
         }
+    // The placement, decode's copy order and the bytes each host path reads, as the CUDA backend
+    // sets them again when --tune-split moves the count.
+    set_decode_split(p, best_c);
     const std::vector<bool> on_cpu = placement_for(best_c);
-    for (size_t i = 0; i < p.blocks.size(); ++i)
-        if (on_cpu[i]) p.blocks[i].place = Placement::cpu;
-    for (int i : p.stream_order)
-        if (p.blocks[size_t(i)].place != Placement::cpu) p.decode_stream_order.push_back(i);
-    p.n_cpu_layers = best_c;
     p.cpu_threads = in.bw.cpu_threads;
     if (best_c) p.ram.push_back({fmt::format("KV cache of the {} CPU layers", best_c), uint64_t(best_c) * host_kv});
     if (best_c) p.ram_used += uint64_t(best_c) * host_kv;
 
     // ---- bytes per token and predictions ----
     double copy_s = 0, prefill_copy_s = 0;
-    bool prev_cpu = false;
     for (int i : pass) {
-        const BlockPlacement& b = p.blocks[size_t(i)];
-        if (b.place == Placement::cpu) {
-            p.cpu_bytes += in.blocks[size_t(i)].decode_read;
-            p.decode_cpu_s += cpu_time(i);
-        } else {
-            p.decode_read_bytes += in.blocks[size_t(i)].decode_read;
-        }
-        p.handoffs += (b.place == Placement::cpu) != prev_cpu;
-        prev_cpu = b.place == Placement::cpu;
+        if (p.blocks[size_t(i)].place == Placement::cpu) p.decode_cpu_s += cpu_time(i);
+        else p.decode_read_bytes += in.blocks[size_t(i)].decode_read;
     }
-    p.handoffs += prev_cpu;
     for (const auto& b : p.blocks) {
         if (b.place == Placement::cpu) prefill_copy_s += copy_time(b);  // prefill streams it like the others
         if (!is_streamed(b.place)) continue;
-        p.pcie_bytes += b.bytes;
         copy_s += copy_time(b);
         prefill_copy_s += copy_time(b);
         if (b.place == Placement::disk) p.disk_bytes += b.bytes;

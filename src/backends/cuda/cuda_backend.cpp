@@ -226,7 +226,8 @@ private:
     // The CPU layers (plan_.n_cpu_layers > 0, or a split the tuner may move): their host decode
     // path, grouped in runs of consecutive layers (place_cpu_layers, from plan_'s placements).
     void setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt);
-    void place_cpu_layers(std::unique_ptr<host::HostLayers> layers, bool moved = false);
+    // cpu: the layers plan_ puts on the CPU, in order; layers: their host decode path (null: none).
+    void place_cpu_layers(const std::vector<int>& cpu, std::unique_ptr<host::HostLayers> layers, bool moved = false);
     // Moves decode's split to n_cpu layers on the CPU before the decode step at position pos: the
     // rows decode wrote in host memory go to VRAM first, the new CPU layers read theirs from there.
     // False (and nothing moved, said in a warning) when the new host caches cannot be allocated.
@@ -770,11 +771,10 @@ void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& 
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
     TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
     const std::vector<int> cpu = cpu_layer_list(plan_);
-    place_cpu_layers(cpu.empty() ? nullptr : std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_));
+    place_cpu_layers(cpu, cpu.empty() ? nullptr : std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_));
 }
 
-void CudaBackend::place_cpu_layers(std::unique_ptr<host::HostLayers> layers, bool moved) {
-    const std::vector<int> cpu = cpu_layer_list(plan_);
+void CudaBackend::place_cpu_layers(const std::vector<int>& cpu, std::unique_ptr<host::HostLayers> layers, bool moved) {
     cpu_group_at_.assign(size_t(spec_.n_layers), -1);
     cpu_groups_.clear();
     cpu_groups_.reserve(cpu.size());  // host nodes keep pointers to the groups
@@ -814,8 +814,8 @@ bool CudaBackend::set_cpu_split(int n_cpu, int pos) {
         if (g) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(g, nullptr)));
     if (graph_no_copies_) TT_CUDA_CHECK(cudaGraphExecDestroy(std::exchange(graph_no_copies_, nullptr)));
     plan_ = std::move(next);
-    ws_->set_decode_split(n_cpu);
-    place_cpu_layers(std::move(layers), true);
+    ws_->set_decode_split(plan_);
+    place_cpu_layers(cpu, std::move(layers), true);
     host_kv_valid_ = 0;  // new host caches: the next step copies rows [0, pos) down (sync_cpu_kv_to_host)
     dev_kv_valid_ = pos;
     return true;

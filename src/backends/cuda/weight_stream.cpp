@@ -281,12 +281,13 @@ void WeightStream::build_pass_orders() {
     for (const Streamed& st : streamed_) prefill_bytes_per_pass_ += st.bytes;
 }
 
-void WeightStream::set_decode_split(int n_cpu) {
+void WeightStream::set_decode_split(const Plan& moved) {
     TT_ASSERT(!in_pass_ && streaming());
+    TT_ASSERT(moved.stream_order == plan_.stream_order && moved.blocks.size() == plan_.blocks.size(), "another plan's split");
     earlier_passes_ += passes_;
     earlier_bytes_ += passes_ * bytes_per_pass_;
     passes_ = 0;
-    tt::set_decode_split(plan_, n_cpu);
+    plan_ = moved;
     for (Streamed& st : streamed_) st.place = plan_.blocks[size_t(st.block)].place;  // every one registered: cpu or not
     build_pass_orders();
     copy_s_per_pass_ = time_copy_pass();

@@ -87,11 +87,11 @@ public:
     void count_pass();
     // When false, passes keep the events but issue no copies (kernel-only timing; results invalid).
     void set_copies(bool on) { copies_ = on; }
-    // Moves decode's split to n_cpu layers on the CPU (set_decode_split in plan.h): the blocks a
-    // decode pass copies, their slot order, and one such pass's copy time (timed again). Outside a
-    // pass; a decode graph captured before copies the old order and must be captured again.
-    void set_decode_split(int n_cpu);
-    const Plan& plan() const { return plan_; }
+    // Takes decode's split from `moved`: this stream's plan after set_decode_split (plan.h) moved
+    // its CPU layers. Rebuilds the blocks a decode pass copies, their slot order, and one such
+    // pass's copy time (timed again). Outside a pass; a decode graph captured before copies the old
+    // order and must be captured again.
+    void set_decode_split(const Plan& moved);
     // Throws tt::Error when a host-side read for the bounce buffer failed since the last call.
     void check();
 
