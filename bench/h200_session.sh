@@ -4,7 +4,7 @@
 #   CALL=1  bench/quant_bench.sh's setup in the background (llama.cpp build, the random Llama-3-8B,
 #           its reference logits, bf16/INT8/INT4 archives, the GGUFs, Q8_0 and Q4_K_M), and
 #           meanwhile the Qwen3-0.6B decode step under ncu (bench/profile_decode.sh) and its tg128;
-#           then waits for the setup.
+#           then (GPU_TESTS=1) tests/gpu/run.sh, and waits for the setup.
 #   CALL=2  bench/depth_bench.sh's bench step on that setup (KEEP_WORK=1: depths 0..32k against
 #           llama.cpp bf16), the 8B decode step under ncu (bf16, then INT4 with max-max-perf),
 #           bench/small_bench.sh on the setup's llama.cpp build (Qwen3-0.6B and Qwen2.5-0.5B
@@ -45,6 +45,10 @@ case "${CALL:-}" in
   say "setup started"
   profile qwen3-0.6b qwen3-0.6b
   tg /tmp/ttprof/qwen3-0.6b.thin qwen3-0.6b
+  if [ "${GPU_TESTS:-0}" = 1 ]; then  # the GPU tests while the setup runs on (.carry/shared needed)
+    OUT=$OUT/gpu-tests timeout $(( 560 - $(elapsed) )) bash tests/gpu/run.sh >"$OUT/gpu-tests.out" 2>&1
+    say "tests/gpu/run.sh rc=$?: $(tail -1 "$OUT/gpu-tests.out")"; grep -E '^FAIL' "$OUT/gpu-tests.out" | head
+  fi
   while [ ! -f "$state/SETUP_DONE" ] && [ "$(elapsed)" -lt 570 ]; do sleep 10; done
   say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running: wait for it in call 2')"
   tail -4 "$state/q19.log" 2>/dev/null

@@ -146,6 +146,12 @@ bench() {
   run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
     sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
   vram_stop
+  # The same with the split chosen from decode's own token times (--tune-split, docs/STREAMING.md):
+  # the plan's count is 6-17% behind the best on some hosts (2026-12-07), the tuner may move it.
+  vram_start tt-int4-4g-tuned
+  run_step "thintensor bench int4 at --vram-budget 4GiB --tune-split (tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --tune-split --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g-tuned.json'"
+  vram_stop
   if build_ok; then
     for t in $ll_types; do
       [ -s "$work/m-$t.gguf" ] || continue

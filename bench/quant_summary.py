@@ -128,6 +128,13 @@ r4 = result(b4, "tg32")
 if r4:
     print(f"- INT4 at --vram-budget 4GiB: tg32 {r4['tokens_per_s']:.2f} tok/s, {r4['bytes_per_token'] / 1e9:.3f} GB/token, "
           f"peak VRAM {peak_cell('tt-int4-4g', b4.get('peak_vram_bytes'))}")
+b4t = load("bench-int4-4g-tuned.json")
+r4t = result(b4t, "tg32")
+if r4t:
+    cpu = r4t.get("cpu") or {}
+    split = f", CPU layers {cpu.get('planned_layers')} planned, {cpu.get('layers')} kept" if cpu else ""
+    print(f"- INT4 at --vram-budget 4GiB --tune-split: tg32 {r4t['tokens_per_s']:.2f} tok/s{split}, "
+          f"peak VRAM {peak_cell('tt-int4-4g-tuned', b4t.get('peak_vram_bytes'))}")
 try:
     fit = open(os.path.join(res, "llama-4g-fit.txt")).read().strip()
 except OSError:
