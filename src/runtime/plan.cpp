@@ -942,6 +942,7 @@ nlohmann::json Plan::to_json() const {
             {"stream_order", order},
             {"decode_stream_order", decode_order},
             {"n_cpu_layers", n_cpu_layers},
+            {"max_cpu_layers", max_cpu_layers},  // the range --cpu-layers and --tune-split may use
             {"cpu_threads", cpu_threads},
             {"cpu_bytes_per_token", cpu_bytes},
             {"handoffs_per_token", handoffs},

@@ -44,6 +44,8 @@ check "table: VRAM lines" grep -q "KV cache (64 positions)" "$tmp/min.txt"
 check "--cpu-layers 1: one layer on the CPU" [ "$(json "$tmp/cpu1.json" "j['n_cpu_layers'] == 1 and sum(b['placement'] == 'cpu' for b in j['blocks']) == 1")" = True ]
 check "--cpu-layers 1: prefill streams it, decode does not" [ "$(json "$tmp/cpu1.json" "len(j['stream_order']) == len(j['decode_stream_order']) + 1")" = True ]
 check "--cpu-layers 1: its tensors read by the CPU (the block less its padding), not over PCIe" [ "$(json "$tmp/cpu1.json" "0.9 * sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'cpu') <= j['cpu_bytes_per_token'] <= sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'cpu') and j['pcie_bytes_per_token'] == sum(b['bytes'] for b in j['blocks'] if b['placement'] == 'registered')")" = True ]
+maxc=$(json "$tmp/cpu1.json" "j['max_cpu_layers']")
+check "--json: max_cpu_layers ($maxc) is the most --cpu-layers takes" sh -c "[ $maxc -ge 1 ] && '$TT' ${P[*]} --ram-budget 1GiB --vram-budget $min --cpu-layers $maxc >/dev/null && ! '$TT' ${P[*]} --ram-budget 1GiB --vram-budget $min --cpu-layers $((maxc + 1)) >/dev/null 2>&1"
 "$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 1 >"$tmp/cpu1.txt"
 check "--cpu-layers 1: table shows the CPU path" grep -q "read by the CPU" "$tmp/cpu1.txt"
 check "--cpu-layers 1: summary names both paths" grep -q "streamed over PCIe, 1 computed on the CPU" "$tmp/cpu1.txt"
