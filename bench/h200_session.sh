@@ -11,6 +11,7 @@
 #           against llama.cpp and calm), and last bench/quant_bench.sh's bench step (the four
 #           formats against Q8_0 / Q4_K_M, 4 GiB, KL), which removes the setup (KEEP_WORK=1 keeps
 #           it in /dev/shm/q19 for a later call: bf16.thin is the 8B checkpoint's bf16 archive).
+#           ONLY_4G=1: quant_bench's 4 GiB part alone.
 # Binaries and inputs as quant_bench.sh and small_bench.sh take them (tests/gpu/stage.sh, then
 # anchors/ with calm/, and tokenizers/llama3 and tokenizers/qwen3 in .carry). Run from the
 # repository root; results in $OUT/{q19,d21,small,prof-*}, the tg128 JSONs and vram.tsv in $OUT,
@@ -57,6 +58,11 @@ case "${CALL:-}" in
   while [ ! -f "$state/SETUP_DONE" ] && [ "$(elapsed)" -lt 150 ]; do sleep 5; done
   say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running')"
   cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
+  if [ "${ONLY_4G:-0}" = 1 ]; then  # quant_bench's 4 GiB part alone (an H100: the rest was measured there)
+    OUT=$OUT/q19 STEPS=bench ONLY_4G=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
+    say "quant bench (4 GiB) rc=$?"; head -40 "$OUT/q19/q19-summary.md" 2>/dev/null
+    exit 0
+  fi
   OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=220 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
     bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
   say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null

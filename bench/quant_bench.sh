@@ -4,7 +4,8 @@
 # (llama-quantize), in the same run:
 #   ThinTensor   archives converted with --quant int8 / int4 (and bf16 for the baseline): validate
 #                against transformers' bf16 logits (KL, top-1, min cosine), `thintensor bench` tg128
-#                and pp2048 beside their rooflines, and INT4 at --vram-budget 4GiB (bytes per token)
+#                and pp2048 beside their rooflines, and INT4 at --vram-budget 4GiB (pp512 + tg32, bytes
+#                per token; the plan's split with a ring of 1 slot and of 2, and --tune-split)
 #   llama.cpp    llama-bench -ngl 99 -fa 1 -p 2048 -n 128 on Q8_0 and Q4_K_M; Q4_K_M split by layers
 #                (-ngl N, the rest on the CPU) at ThinTensor's 4 GiB (llama_4g); their KL against the
 #                bf16 GGUF's logits (llama-perplexity --kl-divergence, 4 chunks of 512 tokens of text)
@@ -23,6 +24,8 @@
 # INT4 and Q4_K_M with the 4 GiB split when a call's time is short. INT4_GROUPS (e.g. "64 128";
 # default none) adds INT4 archives of those group sizes, converted from the same checkpoint, and
 # their tg128 beside the default's (docs/QUANTIZATION.md chooses the group size by quality and speed).
+# ONLY_4G=1: the bench step runs the 4 GiB part alone (the doctor, INT4's plan, the plan's split
+# with 1 and 2 ring slots and tuned, and llama.cpp's Q4_K_M split by layers).
 # KEEP_WORK=1 leaves BENCH_WORK in place after the bench step (a later A/B on the same warm machine
 # reads its archives instead of making the 8B checkpoint again).
 set -uo pipefail
@@ -106,6 +109,15 @@ llama_4g() {
 
 bench() {
   [ -f "$work/int4.thin" ] || { say "no archives in $work: run STEPS=setup first (on the same warm machine)"; return 1; }
+  [ "${ONLY_4G:-0}" = 1 ] || full_device
+  at_4g
+  python3 bench/quant_summary.py "$res" >"$OUT/q19-summary.md" 2>>"$log"; cat "$OUT/q19-summary.md" >>"$log"
+  # Packed: a device call brings back at most 8 files (2026-12-06 lost llama-bench's JSON that way).
+  tar -C "$res" -czf "$OUT/q19-results.tgz" . 2>>"$log"
+  [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
+}
+
+full_device() {  # every format resident: validate, tg128 and pp2048 against llama.cpp's, their KL
   for a in bf16 $tt_quants; do
     p=balanced; [ $a = int8 ] && p=max-performance; [ $a = int4 ] && p=max-max-perf
     run_step "validate $a ($p) vs transformers logits_bf16 (512 tokens)" timeout "$(cap 60)" \
@@ -130,6 +142,27 @@ bench() {
       sh -c "'$TT' bench '$work/int4-g$g.thin' --device cuda --profile max-max-perf --prompt-lengths 0 --gen-tokens 128 --reps 3 --json >'$res/bench-int4-g$g.json'"
     vram_stop
   done
+  if build_ok; then
+    for t in $ll_types; do
+      [ -s "$work/m-$t.gguf" ] || continue
+      vram_start llama-$t
+      run_step "llama-bench $t -ngl 99 -fa 1 -p 2048 -n 128 -r 3" timeout "$(cap 120)" \
+        sh -c "'$bin/llama-bench' -m '$work/m-$t.gguf' -ngl 99 -fa 1 -p 2048 -n 128 -r 3 -o jsonl >'$res/llama-bench-$t.jsonl' 2>'$res/llama-bench-$t.err'"
+      vram_stop
+    done
+    # KL of Q8_0 / Q4_K_M against the bf16 GGUF's own logits, over 4 chunks of 512 tokens of text.
+    cat "$repo"/docs/*.md "$repo"/README.md >"$work/text.txt"
+    if [ -s "$gguf" ] && enough 120 "llama.cpp KL"; then
+      run_step "llama-perplexity bf16 (the KL base)" timeout "$(cap 90)" "$bin/llama-perplexity" -m "$gguf" -f "$work/text.txt" -c 512 --chunks 4 -ngl 99 \
+        --kl-divergence-base "$work/base.kld"
+      for t in $ll_types; do
+        run_step "llama-perplexity $t --kl-divergence" timeout "$(cap 60)" sh -c "'$bin/llama-perplexity' -m '$work/m-$t.gguf' -c 512 --chunks 4 -ngl 99 --kl-divergence-base '$work/base.kld' --kl-divergence >'$res/kld-$t.txt' 2>&1"
+      done
+    fi
+  fi
+}
+
+at_4g() {
   # The 4 GiB plan splits the layers it cannot hold between PCIe and the CPU by the host's rates.
   # Without a doctor record the backend measures them in about a second: the H200 run of 2026-12-06
   # then streamed 15 layers and computed 1 on the CPU (22.2 tok/s), the H100's of 2026-12-05 8 and 8
@@ -141,40 +174,24 @@ bench() {
   run_step "thintensor doctor (host and PCIe rates for the 4 GiB plan)" timeout "$(cap 150)" \
     sh -c "'$TT' doctor --device 0 --cache-test-mib 0 --python-timeout 60 --json >'$res/doctor.json' 2>'$res/doctor.err'"
   run_step "thintensor plan int4 at --vram-budget 4GiB (its VRAM lines)" timeout "$(cap 30)" \
-    sh -c "'$TT' plan '$work/int4.thin' --profile max-max-perf --vram-budget 4GiB --context 33 >'$res/plan-int4-4g.txt' 2>&1"
+    sh -c "'$TT' plan '$work/int4.thin' --profile max-max-perf --vram-budget 4GiB --context 545 >'$res/plan-int4-4g.txt' 2>&1"
   vram_start tt-int4-4g
-  run_step "thintensor bench int4 at --vram-budget 4GiB (tg32)" timeout "$(cap 90)" \
-    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
+  run_step "thintensor bench int4 at --vram-budget 4GiB (pp512, tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
   vram_stop
-  # The same with the split chosen from decode's own token times (--tune-split, docs/STREAMING.md):
-  # the plan's count is 6-17% behind the best on some hosts (2026-12-07), the tuner may move it.
+  # A ring of 2 slots, as before 2026-12-07: the plan's default of 1 keeps one more layer resident,
+  # and the 512-token prompt shows what prefill pays for it.
+  vram_start tt-int4-4g-ring2
+  run_step "thintensor bench int4 at --vram-budget 4GiB --ring-slots 2 (pp512, tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --ring-slots 2 --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g-ring2.json'"
+  vram_stop
+  # The split chosen from decode's own token times (--tune-split, docs/STREAMING.md): the plan's
+  # count was 6-17% behind the best on some hosts (2026-12-07).
   vram_start tt-int4-4g-tuned
-  run_step "thintensor bench int4 at --vram-budget 4GiB --tune-split (tg32)" timeout "$(cap 90)" \
-    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --tune-split --prompt-lengths 0 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g-tuned.json'"
+  run_step "thintensor bench int4 at --vram-budget 4GiB --tune-split (pp512, tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --tune-split --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g-tuned.json'"
   vram_stop
-  if build_ok; then
-    for t in $ll_types; do
-      [ -s "$work/m-$t.gguf" ] || continue
-      vram_start llama-$t
-      run_step "llama-bench $t -ngl 99 -fa 1 -p 2048 -n 128 -r 3" timeout "$(cap 120)" \
-        sh -c "'$bin/llama-bench' -m '$work/m-$t.gguf' -ngl 99 -fa 1 -p 2048 -n 128 -r 3 -o jsonl >'$res/llama-bench-$t.jsonl' 2>'$res/llama-bench-$t.err'"
-      vram_stop
-    done
-    [ -s "$work/m-Q4_K_M.gguf" ] && llama_4g
-    # KL of Q8_0 / Q4_K_M against the bf16 GGUF's own logits, over 4 chunks of 512 tokens of text.
-    cat "$repo"/docs/*.md "$repo"/README.md >"$work/text.txt"
-    if [ -s "$gguf" ] && enough 120 "llama.cpp KL"; then
-      run_step "llama-perplexity bf16 (the KL base)" timeout "$(cap 90)" "$bin/llama-perplexity" -m "$gguf" -f "$work/text.txt" -c 512 --chunks 4 -ngl 99 \
-        --kl-divergence-base "$work/base.kld"
-      for t in $ll_types; do
-        run_step "llama-perplexity $t --kl-divergence" timeout "$(cap 60)" sh -c "'$bin/llama-perplexity' -m '$work/m-$t.gguf' -c 512 --chunks 4 -ngl 99 --kl-divergence-base '$work/base.kld' --kl-divergence >'$res/kld-$t.txt' 2>&1"
-      done
-    fi
-  fi
-  python3 bench/quant_summary.py "$res" >"$OUT/q19-summary.md" 2>>"$log"; cat "$OUT/q19-summary.md" >>"$log"
-  # Packed: a device call brings back at most 8 files (2026-12-06 lost llama-bench's JSON that way).
-  tar -C "$res" -czf "$OUT/q19-results.tgz" . 2>>"$log"
-  [ "${KEEP_WORK:-0}" = 1 ] || rm -rf "$work"
+  build_ok && [ -s "$work/m-Q4_K_M.gguf" ] && llama_4g
 }
 
 case "$steps" in *" setup "*) setup ;; esac

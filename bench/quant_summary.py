@@ -125,16 +125,17 @@ for a, t in [("int8", "Q8_0"), ("int4", "Q4_K_M")]:
               (f", prefill pp2048 x{pp['tokens_per_s'] / lpp[0]:.2f}" if pp and lpp else ""))
 b4 = load("bench-int4-4g.json")
 r4 = result(b4, "tg32")
-if r4:
-    print(f"- INT4 at --vram-budget 4GiB: tg32 {r4['tokens_per_s']:.2f} tok/s, {r4['bytes_per_token'] / 1e9:.3f} GB/token, "
-          f"peak VRAM {peak_cell('tt-int4-4g', b4.get('peak_vram_bytes'))}")
-b4t = load("bench-int4-4g-tuned.json")
-r4t = result(b4t, "tg32")
-if r4t:
-    cpu = r4t.get("cpu") or {}
-    split = f", CPU layers {cpu.get('planned_layers')} planned, {cpu.get('layers')} kept" if cpu else ""
-    print(f"- INT4 at --vram-budget 4GiB --tune-split: tg32 {r4t['tokens_per_s']:.2f} tok/s{split}, "
-          f"peak VRAM {peak_cell('tt-int4-4g-tuned', b4t.get('peak_vram_bytes'))}")
+for name, what in [("int4-4g", ""), ("int4-4g-ring2", " --ring-slots 2"), ("int4-4g-tuned", " --tune-split")]:
+    b = load(f"bench-{name}.json")
+    tg, pp = result(b, "tg32"), result(b, "pp512")
+    if not tg:
+        continue
+    cpu = tg.get("cpu") or {}
+    split = f", CPU layers {cpu.get('layers')} (plan's {cpu.get('planned_layers')})" if cpu else ""
+    print(f"- INT4 at --vram-budget 4GiB{what}: tg32 {tg['tokens_per_s']:.2f} tok/s, "
+          f"{tg['bytes_per_token'] / 1e9:.3f} GB/token{split}"
+          + (f", pp512 {pp['tokens_per_s']:.0f} tok/s" if pp else "")
+          + f", peak VRAM {peak_cell('tt-' + name, b.get('peak_vram_bytes'))}")
 try:
     fit = open(os.path.join(res, "llama-4g-fit.txt")).read().strip()
 except OSError:

@@ -81,6 +81,7 @@ struct PlanInput {
     bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
     int expert_slots = 0;           // MoE: > 0 = experts in host memory, at most this many cached in VRAM (--expert-slots)
     int cpu_layers = -1;            // layers computed on the CPU: -1 = as many as minimise decode time, else exactly this many (--cpu-layers)
+    int ring_slots = 0;             // larger than VRAM: the streaming ring's slots, 1 or 2; 0 = the planner's choice (--ring-slots)
     // Quantized weights (docs/QUANTIZATION.md): the prefill's dequantization scratch, and with tied
     // embeddings the INT8 copy of the head the backend makes at load (0: none).
     uint64_t dequant_scratch = 0;
