@@ -173,7 +173,7 @@ struct Plan {
     std::vector<BlockPlacement> blocks;  // archive order
     std::vector<int> stream_order;       // indices into blocks, in the order a prefill pass uses them (CPU layers included)
     std::vector<int> decode_stream_order;// the same without the CPU layers: what a decode pass copies
-    int ring_slots = 0;
+    int ring_slots = 0;                  // 1 or 2 when streaming: a slot holds one streamed block (docs/STREAMING.md)
     uint64_t slot_bytes = 0;             // each slot holds the largest streamed block (4 KiB rounded)
     uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
     int prefill_chunk = 0;
