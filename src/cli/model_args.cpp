@@ -93,8 +93,7 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
         ->check(int_at_least(0));
     sub.add_option("--ring-slots", a.ring_slots,
                    "Larger than VRAM: stream the layers outside VRAM through a ring of N slots of one layer each, 1 or 2 "
-                   "(default: 1 when the slot it saves keeps one more layer resident, else 2; 2 lets prefill's GEMMs overlap "
-                   "the copies)")
+                   "(default: 1, whose saved slot keeps one more layer resident; 2 lets prefill's GEMMs overlap the copies)")
         ->check(CLI::Range(1, 2));
     sub.add_flag("--tune-split", a.tune_split,
                  "Larger than VRAM, CUDA: start decode at the planner's CPU layer count and move it by decode's own token "

@@ -10,9 +10,9 @@
 //   2. the output head stays resident and the LAST layers are streamed through a ring of 2 slots
 //      of the largest streamed block, keeping as many first layers resident as fit: at the start of
 //      a token the copy engine prefetches the first streamed layers while the resident ones compute;
-//      a ring of 1 slot instead when the slot it frees keeps one more layer resident (decode then
-//      waits for each streamed layer's kernels before the next copy, microseconds against the
-//      copy's milliseconds; prefill's GEMMs no longer overlap the copies);
+//      a ring of 1 slot instead whenever two blocks or more stream, since the slot it frees holds
+//      one more layer (decode then waits for each streamed layer's kernels before the next copy,
+//      microseconds against the copy's milliseconds; prefill's GEMMs no longer overlap the copies);
 //   3. only when the head and a ring do not fit together is the head streamed too.
 // Streamed blocks are registered (pinned) in place in the archive's mapping while the RAM budget
 // allows; the rest are read from the file into a pinned bounce buffer.
@@ -756,9 +756,9 @@ Plan make_plan(const PlanInput& in) {
                                       format_bytes(double(bytes_of(ple))), format_bytes(double(in.blocks[size_t(ple)].decode_read))));
     if (n_streamed_layers > 0)
         p.notes.push_back(p.ring_slots == 1
-            ? fmt::format("layers {}..{} are streamed each prefill chunk through a ring of 1 slot, which holds a layer more "
-                          "than 2 would: a copy waits for the kernels of the block before it (decode: microseconds; prefill: its "
-                          "GEMMs no longer overlap the copies; --ring-slots 2 overlaps them); the first {} stay resident",
+            ? fmt::format("layers {}..{} are streamed each prefill chunk through a ring of 1 slot, a layer's VRAM less than 2: "
+                          "a copy waits for the kernels of the block before it (decode: microseconds; prefill: its GEMMs no "
+                          "longer overlap the copies; --ring-slots 2 overlaps them); the first {} stay resident",
                           p.n_resident_layers, s.n_layers - 1, p.n_resident_layers)
             : fmt::format("layers {}..{} are streamed each prefill chunk through a ring of {} slots (streamed block j "
                           "uses slot j % {}); the first {} stay resident",

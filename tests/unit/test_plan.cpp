@@ -794,7 +794,7 @@ TEST(Plan, RingOfOneSlotKeepsOneMoreLayerResident) {
     EXPECT_EQ(one.blocks[4].stream_index, 1);
     EXPECT_NE(one.table().find("ring: 1 slot x"), std::string::npos) << one.table();
     const bool said = std::any_of(one.notes.begin(), one.notes.end(), [](const std::string& n) {
-        return n.find("through a ring of 1 slot, which holds a layer more than 2 would") != std::string::npos;
+        return n.find("through a ring of 1 slot, a layer's VRAM less than 2") != std::string::npos;
     });
     EXPECT_TRUE(said);
     in.ring_slots = 2;
