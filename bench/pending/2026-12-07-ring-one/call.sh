@@ -10,21 +10,22 @@
 export OUT=${OUT:-$PWD/w-out}
 source bench/lib/ab.sh
 ab_checkpoints "llama3-8b:--quant int4"
-res=$OUT; log=$OUT/vram.log; t_start=$ab_t0; deadline=560
+D=${DEADLINE:-560}  # seconds this call may run (less when the session's device time is short)
+res=$OUT; log=$OUT/vram.log; t_start=$ab_t0; deadline=$D
 source bench/lib/steps.sh  # say, note_concurrency (for vram.sh)
 source bench/lib/vram.sh
-OUT=$OUT/full timeout 340 bash tests/gpu/run.sh >"$OUT/full.out" 2>&1; echo "run.sh rc=$? [$(el) s]"; tail -2 "$OUT/full.out"
+OUT=$OUT/full timeout $(( D - 200 < 340 ? D - 200 : 340 )) bash tests/gpu/run.sh >"$OUT/full.out" 2>&1; echo "run.sh rc=$? [$(el) s]"; tail -2 "$OUT/full.out"
 grep -E '^\[  (PASSED|FAILED)|tests from .* ran' "$OUT/full/gpu_tests.log" | head -6
 grep -E '^FAIL' "$OUT/full.out" | head
 grep -E "identical: .*(ring|halfway|minimum)" "$OUT/full/checks.log" | cut -c1-220 | head -16
-ab_wait llama3-8b 420 || { ab_pack; exit 1; }
+ab_wait llama3-8b $(( D - 120 )) || { ab_pack; exit 1; }
 m=$ab_work/llama3-8b.thin
 for r in 1 2; do
   timeout 30 .carry/bin/thintensor plan "$m" --profile max-max-perf --vram-budget 4GiB --context 545 --ring-slots $r >"$OUT/plan-ring$r.txt" 2>&1
   tail -1 "$OUT/plan-ring$r.txt"
 done
 vram_idle=$(smi_used)
-export AB_TG_ARGS="--prompt-lengths 512 --gen-tokens 32 --reps 2" AB_CAP_S=540
+export AB_TG_ARGS="--prompt-lengths 512 --gen-tokens 32 --reps 2" AB_CAP_S=$(( D - 25 ))
 for r in 1 2 3; do
   for v in ring2 ring1 tuned; do
     case $v in ring2) a="--ring-slots 2" ;; ring1) a="" ;; tuned) a="--tune-split" ;; esac
