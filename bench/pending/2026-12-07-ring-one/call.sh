@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop 61: the streaming ring of one slot (--ring-slots; the planner's default where it keeps a
+# Stop 61, prepared (README.md): the streaming ring of one slot (ring-one.patch applied; --ring-slots; the default where it keeps a
 # layer more resident). One device call after tests/gpu/stage.sh of the build under test (about
 # 9 minutes):
 # (1) tests/gpu/run.sh (Streaming.BitIdenticalToResident now runs the minimum and halfway budgets
