@@ -226,6 +226,8 @@ private:
     // The CPU layers (plan_.n_cpu_layers > 0, or a split the tuner may move): their host decode
     // path, grouped in runs of consecutive layers (place_cpu_layers, from plan_'s placements).
     void setup_cpu_layers(const ModelWeights& w, const BackendOptions& opt);
+    // The host decode path of these layers, with their KV caches in host memory (null for none).
+    std::unique_ptr<host::HostLayers> host_layers_for(const std::vector<int>& cpu);
     // cpu: the layers plan_ puts on the CPU, in order; layers: their host decode path (null: none).
     void place_cpu_layers(const std::vector<int>& cpu, std::unique_ptr<host::HostLayers> layers, bool moved = false);
     // Moves decode's split to n_cpu layers on the CPU before the decode step at position pos: the
@@ -771,7 +773,12 @@ void CudaBackend::setup_cpu_layers(const ModelWeights& w, const BackendOptions& 
     TT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_x_), size_t(spec_.hidden_dim) * 4, cudaHostAllocDefault));
     TT_CUDA_CHECK(cudaEventCreateWithFlags(&step_done_, cudaEventBlockingSync | cudaEventDisableTiming));
     const std::vector<int> cpu = cpu_layer_list(plan_);
-    place_cpu_layers(cpu, cpu.empty() ? nullptr : std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_));
+    place_cpu_layers(cpu, host_layers_for(cpu));
+}
+
+std::unique_ptr<host::HostLayers> CudaBackend::host_layers_for(const std::vector<int>& cpu) {
+    if (cpu.empty()) return nullptr;
+    return std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
 }
 
 void CudaBackend::place_cpu_layers(const std::vector<int>& cpu, std::unique_ptr<host::HostLayers> layers, bool moved) {
@@ -802,7 +809,7 @@ bool CudaBackend::set_cpu_split(int n_cpu, int pos) {
     const std::vector<int> cpu = cpu_layer_list(next);
     std::unique_ptr<host::HostLayers> layers;
     try {
-        if (!cpu.empty()) layers = std::make_unique<host::HostLayers>(spec_, host_weights_, cpu, n_ctx_, kvdt_, *host_pool_);
+        layers = host_layers_for(cpu);
     } catch (const std::exception& e) {
         log::warn("--tune-split: {} CPU layers need their KV caches in host memory, which failed ({}); the split stays at {} and "
                   "tuning stops", n_cpu, e.what(), plan_.n_cpu_layers);
