@@ -58,20 +58,17 @@ case "${CALL:-}" in
   while [ ! -f "$state/SETUP_DONE" ] && [ "$(elapsed)" -lt 150 ]; do sleep 5; done
   say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running')"
   cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
-  if [ "${ONLY_4G:-0}" = 1 ]; then  # quant_bench's 4 GiB part alone (an H100: the rest was measured there)
-    OUT=$OUT/q19 STEPS=bench ONLY_4G=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
-    say "quant bench (4 GiB) rc=$?"; head -40 "$OUT/q19/q19-summary.md" 2>/dev/null
-    exit 0
-  fi
-  OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=220 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
-    bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
-  say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
-  mkdir -p /tmp/ttprof && ln -sf "$work/bf16.thin" /tmp/ttprof/llama3-8b.thin
-  [ "$(elapsed)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
-  [ "$(elapsed)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
-  if [ "$(elapsed)" -lt 300 ]; then
-    OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 420 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
-    say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+  if [ "${ONLY_4G:-0}" != 1 ]; then  # ONLY_4G=1 (an H100, where the rest was measured): quant_bench's 4 GiB part alone
+    OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=220 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
+      bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
+    say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
+    mkdir -p /tmp/ttprof && ln -sf "$work/bf16.thin" /tmp/ttprof/llama3-8b.thin
+    [ "$(elapsed)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
+    [ "$(elapsed)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
+    if [ "$(elapsed)" -lt 300 ]; then
+      OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 420 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
+      say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+    fi
   fi
   OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
   say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
