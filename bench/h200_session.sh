@@ -12,6 +12,9 @@
 #           formats against Q8_0 / Q4_K_M, 4 GiB, KL), which removes the setup (KEEP_WORK=1 keeps
 #           it in /dev/shm/q19 for a later call: bf16.thin is the 8B checkpoint's bf16 archive).
 #           ONLY_4G=1: quant_bench's 4 GiB part alone.
+#   CALL=3  after CALL=2 with KEEP_WORK=1: bench/small_bench.sh on the setup's llama.cpp build,
+#           then the INT4 8B at --vram-budget 4GiB with --ring-slots 2 and the plan's default,
+#           alternated three times (pp512 + tg32, nvidia-smi's peaks); removes the setup.
 # Binaries and inputs as quant_bench.sh and small_bench.sh take them (tests/gpu/stage.sh, then
 # anchors/ with calm/, and tokenizers/llama3 and tokenizers/qwen3 in .carry). Run from the
 # repository root; results in $OUT/{q19,d21,small,prof-*}, the tg128 JSONs and vram.tsv in $OUT,
@@ -73,5 +76,27 @@ case "${CALL:-}" in
   OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
   say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
   ;;
-*) echo "usage: CALL=1|2 bench/h200_session.sh"; exit 2 ;;
+3)
+  # After CALL=2 with KEEP_WORK=1 (and ONLY_4G=1): the small models against llama.cpp and calm on
+  # the setup's llama.cpp build, then INT4 at 4 GiB with a ring of 2 slots and the plan's default
+  # alternated on a quiet host (the plan reads call 2's doctor record); removes the setup.
+  [ -f "$work/int4.thin" ] || { say "no setup in $work: CALL=1, then CALL=2 with KEEP_WORK=1, on the same warm machine"; exit 1; }
+  OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=${SMALL_S:-330} bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
+  say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+  export THINTENSOR_HOME=$work/home
+  for r in 1 2 3; do
+    for v in ring2 ring1; do
+      [ "$(elapsed)" -lt 545 ] || break 2
+      a=""; [ $v = ring2 ] && a="--ring-slots 2"
+      vram_start "4g-$v-r$r"
+      # ($a unquoted on purpose: two arguments or none)
+      timeout 50 .carry/bin/thintensor bench "$work/int4.thin" --device cuda --profile max-max-perf --vram-budget 4GiB $a \
+        --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >"$OUT/4g-$v-r$r.json" 2>"$OUT/4g-$v-r$r.err"
+      vram_stop
+      say "4 GiB $v round $r: $(python3 bench/tg_summary.py "$OUT/4g-$v-r$r.json" 2>/dev/null || tail -2 "$OUT/4g-$v-r$r.err" | tr '\n' ' ')"
+    done
+  done
+  rm -rf "$work" "$state"
+  ;;
+*) echo "usage: CALL=1|2|3 bench/h200_session.sh"; exit 2 ;;
 esac

@@ -5,7 +5,7 @@
 #   ThinTensor   archives converted with --quant int8 / int4 (and bf16 for the baseline): validate
 #                against transformers' bf16 logits (KL, top-1, min cosine), `thintensor bench` tg128
 #                and pp2048 beside their rooflines, and INT4 at --vram-budget 4GiB (pp512 + tg32, bytes
-#                per token; the plan's split, and --tune-split)
+#                per token; the plan's split with a ring of 1 slot and of 2, and --tune-split)
 #   llama.cpp    llama-bench -ngl 99 -fa 1 -p 2048 -n 128 on Q8_0 and Q4_K_M; Q4_K_M split by layers
 #                (-ngl N, the rest on the CPU) at ThinTensor's 4 GiB (llama_4g); their KL against the
 #                bf16 GGUF's logits (llama-perplexity --kl-divergence, 4 chunks of 512 tokens of text)
@@ -25,7 +25,7 @@
 # default none) adds INT4 archives of those group sizes, converted from the same checkpoint, and
 # their tg128 beside the default's (docs/QUANTIZATION.md chooses the group size by quality and speed).
 # ONLY_4G=1: the bench step runs the 4 GiB part alone (the doctor, INT4's plan, the plan's split
-# and the tuned one, and llama.cpp's Q4_K_M split by layers).
+# with 1 and 2 ring slots and tuned, and llama.cpp's Q4_K_M split by layers).
 # KEEP_WORK=1 leaves BENCH_WORK in place after the bench step (a later A/B on the same warm machine
 # reads its archives instead of making the 8B checkpoint again).
 set -uo pipefail
@@ -178,6 +178,12 @@ at_4g() {
   vram_start tt-int4-4g
   run_step "thintensor bench int4 at --vram-budget 4GiB (pp512, tg32)" timeout "$(cap 90)" \
     sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g.json'"
+  vram_stop
+  # A ring of 2 slots, as before 2026-12-07: the plan's default of 1 keeps one more layer resident,
+  # and the 512-token prompt shows what prefill pays for it.
+  vram_start tt-int4-4g-ring2
+  run_step "thintensor bench int4 at --vram-budget 4GiB --ring-slots 2 (pp512, tg32)" timeout "$(cap 90)" \
+    sh -c "'$TT' bench '$work/int4.thin' --device cuda --profile max-max-perf --vram-budget 4GiB --ring-slots 2 --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >'$res/bench-int4-4g-ring2.json'"
   vram_stop
   # The split chosen from decode's own token times (--tune-split, docs/STREAMING.md): the plan's
   # count was 6-17% behind the best on some hosts (2026-12-07).

@@ -125,7 +125,7 @@ for a, t in [("int8", "Q8_0"), ("int4", "Q4_K_M")]:
               (f", prefill pp2048 x{pp['tokens_per_s'] / lpp[0]:.2f}" if pp and lpp else ""))
 b4 = load("bench-int4-4g.json")
 r4 = result(b4, "tg32")
-for name, what in [("int4-4g", ""), ("int4-4g-tuned", " --tune-split")]:
+for name, what in [("int4-4g", ""), ("int4-4g-ring2", " --ring-slots 2"), ("int4-4g-tuned", " --tune-split")]:
     b = load(f"bench-{name}.json")
     tg, pp = result(b, "tg32"), result(b, "pp512")
     if not tg:

@@ -91,6 +91,10 @@ void add_model_args(CLI::App& sub, ModelArgs& a) {
                    "Larger than VRAM: compute exactly N of the layers outside VRAM on the CPU during decode, 0 = none "
                    "(default: as many as the planner predicts fastest)")
         ->check(int_at_least(0));
+    sub.add_option("--ring-slots", a.ring_slots,
+                   "Larger than VRAM: stream the layers outside VRAM through a ring of N slots of one layer each, 1 or 2 "
+                   "(default: 1, whose saved slot keeps one more layer resident; 2 lets prefill's GEMMs overlap the copies)")
+        ->check(CLI::Range(1, 2));
     sub.add_flag("--tune-split", a.tune_split,
                  "Larger than VRAM, CUDA: start decode at the planner's CPU layer count and move it by decode's own token "
                  "times, keeping the fastest (the host rates the planner measures can move 30-50% within seconds). "
@@ -173,6 +177,7 @@ void LoadedModel::create_backend(const ModelArgs& a, int needed_context, int n_s
     if (!a.ram_budget.empty()) bo.ram_budget = parse_byte_size(a.ram_budget, "--ram-budget");
     bo.expert_slots = a.expert_slots;
     bo.cpu_layers = a.cpu_layers;
+    bo.ring_slots = a.ring_slots;
     if (a.tune_split && a.cpu_layers >= 0)
         fail("--tune-split moves the count of CPU layers that --cpu-layers {} pins; give one of them", a.cpu_layers);
     bo.tune_split = a.tune_split;

@@ -27,6 +27,7 @@ struct ModelArgs {
     std::string vram_budget, ram_budget;  // "" = automatic; else sizes such as 8GiB
     int expert_slots = 0;  // 0 = automatic; else at most this many experts cached in VRAM (MoE)
     int cpu_layers = -1;   // -1 = automatic; else exactly this many layers computed on the CPU in decode
+    int ring_slots = 0;    // 0 = automatic; else the streaming ring's slots, 1 or 2
     bool tune_split = false;  // --tune-split: decode moves the CPU layer count by its own token times
     std::string kv_cache = "auto";  // runtime/kv_cache_type.h
     std::string gpus;               // --gpus 0,1: "" = the --device one (runtime/gpu_split.h)

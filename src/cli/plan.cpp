@@ -92,6 +92,7 @@ int run(const Opts& o) {
     if (!o.model.ram_budget.empty()) bo.ram_budget = parse_byte_size(o.model.ram_budget, "--ram-budget");
     bo.expert_slots = o.model.expert_slots;
     bo.cpu_layers = o.model.cpu_layers;
+    bo.ring_slots = o.model.ring_slots;
     bo.n_threads = o.model.threads;
     if (bo.expert_slots > 0 && !spec.has_moe()) fail("--expert-slots: {} has no mixture-of-experts layers", o.model.model);
     if (o.model.device == "cpu" || o.model.device == "host")
@@ -126,6 +127,7 @@ int run(const Opts& o) {
         in.ram_budget = bo.ram_budget;
         in.expert_slots = bo.expert_slots;
         in.cpu_layers = bo.cpu_layers;
+        in.ring_slots = bo.ring_slots;
         in.kv_cache = kv.type;
         in.device_total = in.device_free = sizes[0];
         apply_profile_quant(in, a, bo.profile);

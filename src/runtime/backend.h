@@ -126,6 +126,7 @@ struct BackendOptions {
     uint64_t ram_budget = 0;     // bytes of host RAM for streamed weights; 0 = what the system has free
     int expert_slots = 0;        // MoE: > 0 caps the VRAM expert cache at this many (experts in host memory)
     int cpu_layers = -1;         // larger than VRAM: layers computed on the CPU in decode; -1 = the planner's choice
+    int ring_slots = 0;          // larger than VRAM: the streaming ring's slots (1 or 2); 0 = the planner's choice
     bool tune_split = false;     // and from there, moved by decode's token times (runtime/split_tuner.h)
     int n_sequences = 1;         // sequence slots, each with its own cache of `context` positions (serve --parallel);
                                  // backends that hold one ignore it (see Backend::max_sequences)

@@ -10,6 +10,9 @@
 //   2. the output head stays resident and the LAST layers are streamed through a ring of 2 slots
 //      of the largest streamed block, keeping as many first layers resident as fit: at the start of
 //      a token the copy engine prefetches the first streamed layers while the resident ones compute;
+//      a ring of 1 slot instead whenever two blocks or more stream, since the slot it frees holds
+//      one more layer (decode then waits for each streamed layer's kernels before the next copy,
+//      microseconds against the copy's milliseconds; prefill's GEMMs no longer overlap the copies);
 //   3. only when the head and a ring do not fit together is the head streamed too.
 // Streamed blocks are registered (pinned) in place in the archive's mapping while the RAM budget
 // allows; the rest are read from the file into a pinned bounce buffer.
@@ -443,7 +446,7 @@ Plan make_plan(const PlanInput& in) {
         p.warnings.push_back(fmt::format("the per-layer embedding table ({}) stays resident in VRAM: {}",
                                          format_bytes(double(bytes_of(ple))), ple_resident_why));
     auto evaluate = [&](Candidate& c) {
-        c.ring = std::min<int>(2, int(c.streamed.size()));
+        c.ring = std::min<int>(c.ring > 0 ? c.ring : 2, int(c.streamed.size()));
         c.slot = 0;
         for (int i : c.streamed) c.slot = std::max(c.slot, round_up(bytes_of(i), k_thin_align));
         uint64_t resident = 0;
@@ -470,18 +473,25 @@ Plan make_plan(const PlanInput& in) {
         if (all > p.vram_budget || in.expert_slots > 0) return make_expert_cache_plan(in, std::move(p), fixed_lines, host_tables);
     }
     // Candidates: everything resident; else the last layers streamed (with the head resident, or
-    // streamed too). Among those that fit, the one that streams the fewest bytes wins; the smallest
-    // need over all of them is the minimum working set.
+    // streamed too), through a ring of 2 slots, or of 1 (not when the head is the output block and
+    // a tied embedding, two blocks read at once). Among those that fit, the one that streams
+    // the fewest bytes wins, a ring of 2 at equal bytes; the smallest need over all of them is the
+    // minimum working set.
     std::vector<Candidate> candidates(1);  // [0]: everything resident
     for (int stream_head = 0; stream_head < 2 && !s.has_moe(); ++stream_head)
-        for (int k = s.n_layers; k >= 0; --k) {  // k = first streamed layer
-            Candidate c;
-            c.embed_host = !tied && embed_can_leave;
-            for (int il = k; il < s.n_layers; ++il) c.streamed.push_back(layers[size_t(il)]);
-            if (stream_head) c.streamed.insert(c.streamed.end(), head.begin(), head.end());
-            if (c.streamed.empty() && !c.embed_host) continue;
-            candidates.push_back(c);
-        }
+        for (int k = s.n_layers; k >= 0; --k)  // k = first streamed layer
+            for (int ring : {2, 1}) {
+                Candidate c;
+                c.embed_host = !tied && embed_can_leave;
+                for (int il = k; il < s.n_layers; ++il) c.streamed.push_back(layers[size_t(il)]);
+                if (stream_head) c.streamed.insert(c.streamed.end(), head.begin(), head.end());
+                if (c.streamed.empty() && !c.embed_host) continue;
+                const bool one_block = c.streamed.size() < 2;  // (its ring is one slot either way)
+                if (ring == 1 && (one_block || (stream_head && head.size() > 1))) continue;
+                if (in.ring_slots > 0 && ring != in.ring_slots && !one_block) continue;  // --ring-slots
+                c.ring = ring;
+                candidates.push_back(c);
+            }
     Candidate best, smallest;
     bool found = false;
     uint64_t best_streamed = 0;
@@ -728,9 +738,11 @@ Plan make_plan(const PlanInput& in) {
     if (p.pcie_bytes + p.cpu_bytes)
         p.combined_bound_tps = (in.bw.h2d_pinned_gbs + in.bw.host_read_gbs) * 1e9 / double(p.pcie_bytes + p.cpu_bytes);
     // Prefill: each streamed block (CPU layers too) crosses once per chunk; f32 weights run cuBLAS
-    // in true f32 (no tensor cores), about 1/16 of the bf16 rate.
+    // in true f32 (no tensor cores), about 1/16 of the bf16 rate. With a ring of 1 slot a copy
+    // waits for the GEMMs of the block before it: the two add up instead of overlapping.
     const double rate = in.bw.gemm_tflops * 1e12 * k_prefill_efficiency / (in.weights == DType::f32 ? 16.0 : 1.0);
-    const double prefill_s = std::max(prefill_flops(s, p.prefill_chunk) / rate, prefill_copy_s);
+    const double prefill_gemm_s = prefill_flops(s, p.prefill_chunk) / rate;
+    const double prefill_s = p.ring_slots == 1 ? prefill_gemm_s + prefill_copy_s : std::max(prefill_gemm_s, prefill_copy_s);
     p.prefill_tps = prefill_s > 0 ? p.prefill_chunk / prefill_s : 0;
 
     // ---- notes ----
@@ -743,9 +755,14 @@ Plan make_plan(const PlanInput& in) {
                                       "({}) per token through its device pointer (prefill one row per prompt token)",
                                       format_bytes(double(bytes_of(ple))), format_bytes(double(in.blocks[size_t(ple)].decode_read))));
     if (n_streamed_layers > 0)
-        p.notes.push_back(fmt::format("layers {}..{} are streamed each prefill chunk through a ring of {} slots (streamed block j "
-                                      "uses slot j % {}); the first {} stay resident",
-                                      p.n_resident_layers, s.n_layers - 1, p.ring_slots, p.ring_slots, p.n_resident_layers));
+        p.notes.push_back(p.ring_slots == 1
+            ? fmt::format("layers {}..{} are streamed each prefill chunk through a ring of 1 slot, a layer's VRAM less than 2: "
+                          "a copy waits for the kernels of the block before it (decode: microseconds; prefill: its GEMMs no "
+                          "longer overlap the copies; --ring-slots 2 overlaps them); the first {} stay resident",
+                          p.n_resident_layers, s.n_layers - 1, p.n_resident_layers)
+            : fmt::format("layers {}..{} are streamed each prefill chunk through a ring of {} slots (streamed block j "
+                          "uses slot j % {}); the first {} stay resident",
+                          p.n_resident_layers, s.n_layers - 1, p.ring_slots, p.ring_slots, p.n_resident_layers));
     if (p.n_cpu_layers > 0)
         p.notes.push_back(fmt::format("decode computes {} of them on the CPU ({} threads, {:.1f} GB/s GEMV of {} weights) from host "
                                       "memory while the copy engine streams the other {}: {} per token over PCIe, {} read by the "
@@ -878,7 +895,8 @@ std::string Plan::table() const {
         o << fmt::format("  expert cache: {} slots x {} for {} experts ({:.1f}%), least recently used out\n", expert_slots,
                          format_bytes(double(expert_slot_bytes)), n_experts_total, 100.0 * expert_hit_rate);
     if (streaming())
-        o << fmt::format("  ring: {} slots x {}; streamed in pass order: {} .. {}\n", ring_slots, format_bytes(double(slot_bytes)),
+        o << fmt::format("  ring: {} slot{} x {}; streamed in pass order: {} .. {}\n", ring_slots, ring_slots == 1 ? "" : "s",
+                         format_bytes(double(slot_bytes)),
                          blocks[size_t(stream_order.front())].name, blocks[size_t(stream_order.back())].name);
     o << "\nVRAM:\n";
     for (const auto& l : vram) o << fmt::format("  {:<44} {:>12}\n", l.what, format_bytes(double(l.bytes)));

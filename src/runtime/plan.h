@@ -81,6 +81,7 @@ struct PlanInput {
     bool can_register = true;       // cudaHostRegister(ReadOnly) of the mapping works here
     int expert_slots = 0;           // MoE: > 0 = experts in host memory, at most this many cached in VRAM (--expert-slots)
     int cpu_layers = -1;            // layers computed on the CPU: -1 = as many as minimise decode time, else exactly this many (--cpu-layers)
+    int ring_slots = 0;             // larger than VRAM: the streaming ring's slots, 1 or 2; 0 = the planner's choice (--ring-slots)
     // Quantized weights (docs/QUANTIZATION.md): the prefill's dequantization scratch, and with tied
     // embeddings the INT8 copy of the head the backend makes at load (0: none).
     uint64_t dequant_scratch = 0;
@@ -172,7 +173,7 @@ struct Plan {
     std::vector<BlockPlacement> blocks;  // archive order
     std::vector<int> stream_order;       // indices into blocks, in the order a prefill pass uses them (CPU layers included)
     std::vector<int> decode_stream_order;// the same without the CPU layers: what a decode pass copies
-    int ring_slots = 0;
+    int ring_slots = 0;                  // 1 or 2 when streaming: a slot holds one streamed block (docs/STREAMING.md)
     uint64_t slot_bytes = 0;             // each slot holds the largest streamed block (4 KiB rounded)
     uint64_t bounce_bytes = 0;           // pinned bounce buffer (0 when every streamed block is registered)
     int prefill_chunk = 0;

@@ -35,7 +35,14 @@ check "streamed layers are the last ones" [ "$(json "$tmp/min.json" "all(int(n.s
 
 "$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 0 >"$tmp/min.txt"
 check "table: placement and summary" grep -q "^plan: .* layers resident .*blocks streamed .*over PCIe.*predicted" "$tmp/min.txt"
-check "table: ring line" grep -q "ring: .* slots" "$tmp/min.txt"
+check "table: ring line" grep -q "ring: [12] slots\? x" "$tmp/min.txt"
+# The ring: one slot where it keeps a layer more resident (at the minimum everything streams
+# through it); --ring-slots 2 asks for two, which the smallest budget does not hold.
+check "at the minimum: a ring of one slot" [ "$(json "$tmp/min.json" "j['ring_slots'] == 1")" = True ]
+"$TT" "${P[@]}" --ram-budget 1GiB --vram-budget "$min" --cpu-layers 0 --ring-slots 2 >/dev/null 2>"$tmp/ring2.err"; rc=$?
+check "--ring-slots 2 below its minimum: refused (exit 1), naming the minimum" sh -c "[ $rc -eq 1 ] && grep -q 'below the minimum working set of .*ring 2 x' '$tmp/ring2.err'"
+"$TT" "${P[@]}" --ring-slots 3 >/dev/null 2>"$tmp/ring3.err"; rc=$?
+check "--ring-slots 3: refused, naming the flag" sh -c "[ $rc -ne 0 ] && grep -q -e '--ring-slots' '$tmp/ring3.err'"
 check "table: VRAM lines" grep -q "KV cache (64 positions)" "$tmp/min.txt"
 
 # The CPU as a third place (issue #16): a layer moved to the CPU leaves the decode copies, stays in

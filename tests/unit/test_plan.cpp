@@ -32,7 +32,13 @@ constexpr uint64_t MiB = uint64_t(1) << 20;
 //   total                                                                     = 135,135,320
 constexpr uint64_t k_fixed = 135135320 + k_cuda_context;  // the fixed lines, and the CUDA context every plan counts
 
-PlanInput small_input() { return test::small_plan_input(4); }
+// The hand-computed placements below stream through a ring of 2 slots; RingOfOneSlot* cover the
+// planner's own choice of 1.
+PlanInput small_input() {
+    PlanInput in = test::small_plan_input(4);
+    in.ring_slots = 2;
+    return in;
+}
 
 }  // namespace
 
@@ -498,6 +504,7 @@ TEST(Plan, DecodeSplitSetLaterPlacesWhatThePlannerWould) {
     PlanInput in = test::small_plan_input(8);
     in.vram_budget = k_fixed + 4 * 32768 + 5 * MiB;
     in.cpu_layers = 0;
+    in.ring_slots = 2;
     const Plan base = make_plan(in);
     ASSERT_EQ(decode_movable_blocks(base).size(), 7u);
     ASSERT_EQ(base.max_cpu_layers, 7);
@@ -769,3 +776,39 @@ TEST(Plan, PerLayerTablesInTheEmbedBlockAreAnOlderArchive) {
         EXPECT_NE(std::string(e.what()).find("unexpected block 'per_layer'"), std::string::npos) << e.what();
     }
 }
+
+TEST(Plan, RingOfOneSlotKeepsOneMoreLayerResident) {
+    // The budget of StreamsTheLastLayersWithTheHeadResident: output (2) + layer 0 (1) + a ring of
+    // 2 x 1 MiB. A slot is a layer's size, so one slot less holds layer 1 too: 2 blocks streamed
+    // instead of 3, which the planner prefers unless --ring-slots 2 asks for the overlap.
+    PlanInput in = small_input();
+    in.vram_budget = k_fixed + 5 * MiB;
+    in.ring_slots = 0;
+    in.cpu_layers = 0;  // every streamed block copied in decode too: decode_copy_s is a pass's copies
+    const Plan one = make_plan(in);
+    EXPECT_EQ(one.ring_slots, 1);
+    EXPECT_EQ(one.n_resident_layers, 2);
+    EXPECT_EQ(one.vram_used, k_fixed + 5 * MiB);
+    EXPECT_EQ(one.pcie_bytes, 2 * MiB);
+    EXPECT_EQ(one.blocks[3].stream_index, 0);
+    EXPECT_EQ(one.blocks[4].stream_index, 1);
+    EXPECT_NE(one.table().find("ring: 1 slot x"), std::string::npos) << one.table();
+    const bool said = std::any_of(one.notes.begin(), one.notes.end(), [](const std::string& n) {
+        return n.find("through a ring of 1 slot, a layer's VRAM less than 2") != std::string::npos;
+    });
+    EXPECT_TRUE(said);
+    in.ring_slots = 2;
+    const Plan two = make_plan(in);
+    EXPECT_EQ(two.ring_slots, 2);
+    EXPECT_EQ(two.n_resident_layers, 1);
+    EXPECT_EQ(two.pcie_bytes, 3 * MiB);
+    // Decode: one copy fewer a token, each copy after the kernels of the layer before (microseconds).
+    EXPECT_GT(one.decode_tps, two.decode_tps);
+    // Prefill: the copies and the GEMMs add up with one slot; with two the longer of them counts.
+    const double gemm_s = one.prefill_chunk / one.prefill_tps - one.decode_copy_s;
+    EXPECT_GT(gemm_s, 0);
+    EXPECT_NEAR(two.prefill_chunk / two.prefill_tps, std::max(gemm_s, two.decode_copy_s), 1e-9);
+    // The minimum working set: everything streamed through one slot instead of two.
+    EXPECT_LT(one.min_vram, two.min_vram);
+}
+

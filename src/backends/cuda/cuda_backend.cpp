@@ -1297,8 +1297,8 @@ void CudaBackend::per_layer_prefill(int il, const DevLayer& L, int n, const void
     per_layer_gate_act(g, pbuf(PrefillBuf::ple).as<float>() + size_t(il) * size_t(P), LP, n, P, act, pact_.ptr, wdt_, stream_);
     float* y = ptmp_.as<float>();
     gemm(L.per_layer_proj, H, P, pact_.ptr, n, y, DType::f32, H);
-    residual_rmsnorm(x, y, L.per_layer_post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_,
-                     s.layer_scalar ? L.layer_scalar : nullptr);
+    residual_rmsnorm(x, y, L.per_layer_post_norm, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, next_norm ? ph_.ptr : nullptr,
+                     wdt_, stream_, s.layer_scalar ? L.layer_scalar : nullptr);
 }
 
 cudaGraphExec_t CudaBackend::capture_decode_graph() {
@@ -1523,12 +1523,17 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
     TT_CUDA_CHECK(cudaMemcpyAsync(pids_.ptr, tokens.data(), size_t(n) * 4, cudaMemcpyHostToDevice, stream_));
     embedding(token_embd_, wdt_, pids_.as<int32_t>(), n, H, embed_scale_, x, stream_);
     if (s.per_layer_dim > 0) per_layer_inputs_prefill(n);
-    // ph_ holds the normalized input of the next matrix product, in the weights' dtype.
-    ws_->need(ws_->layer_block(0));
-    residual_rmsnorm(x, nullptr, nullptr, layers_[0].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr,
-                     wdt_, stream_);
+    // ph_ holds the normalized input of the next matrix product, in the weights' dtype. The last
+    // product of a layer normalizes the next layer's input with the next block's norm weights, so
+    // the two blocks are in VRAM at once; a ring of one slot holds one streamed block at a time, and
+    // there each layer normalizes its own input after its block arrived (the same values, one
+    // more kernel a layer).
+    const bool own_norm = plan_.ring_slots == 1;
     for (int il = 0; il < s.n_layers; ++il) {
         ws_->need(ws_->layer_block(il));
+        if (il == 0 || own_norm)
+            residual_rmsnorm(x, nullptr, nullptr, layers_[size_t(il)].attn_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H,
+                             ph_.ptr, wdt_, stream_);
         DevLayer& L = layers_[size_t(il)];
         const bool sliding = s.sliding(il);
         if (s.is_delta_net(il)) {
@@ -1643,11 +1648,13 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
             // the f32 residual), unless Gemma's post-norm must see the projection alone first.
             project_residual(L.wo, L.bo, s.sandwich_norm ? L.attn_post_norm : nullptr, H, Q, patt_.ptr, n, L.ffn_norm);
         }
-        const void* next_norm = il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
+        const void* next_norm = own_norm ? nullptr : il + 1 < s.n_layers ? layers_[size_t(il + 1)].attn_norm : output_norm_;
         if (s.is_moe(il)) {
             moe_prefill(il, L, n);
-            ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
-            residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+            if (next_norm) {
+                ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
+                residual_rmsnorm(x, nullptr, nullptr, next_norm, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
+            }
             ws_->done(ws_->layer_block(il));
             continue;
         }
@@ -1658,7 +1665,7 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
         // next_norm lives in the next block, or in the output block after the last layer. Not the
         // whole head yet: a tied head is one more streamed block, and with a ring of two slots it
         // is only enqueued once this layer's slot is released below.
-        ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
+        if (next_norm) ws_->need(il + 1 < s.n_layers ? ws_->layer_block(il + 1) : ws_->output_block());
         // Gemma 4: the per-layer input joins after the MLP and the layer scalar follows; the next
         // norm then comes after both.
         const void* scalar = s.layer_scalar ? L.layer_scalar : nullptr;
@@ -1675,6 +1682,8 @@ void CudaBackend::prefill(std::span<const int32_t> tokens, bool all_logits, cons
     // ph_ holds output_norm(x) for every row, in the weights' dtype.
     const int first = all_logits ? 0 : n - 1, n_out = n - first;
     ws_->need_head();
+    if (own_norm)
+        residual_rmsnorm(x, nullptr, nullptr, output_norm_, wdt_, s.norm_weight_offset, s.norm_eps, n, H, ph_.ptr, wdt_, stream_);
     gemm(output_, s.vocab_size, H, static_cast<const uint8_t*>(ph_.ptr) + size_t(first) * H * we, n_out, plogits_.ptr,
          DType::f32, s.vocab_size);
     if (s.final_softcap > 0) softcap(plogits_.as<float>(), n_out * s.vocab_size, s.final_softcap, stream_);

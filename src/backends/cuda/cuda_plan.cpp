@@ -84,6 +84,7 @@ PlanInput device_plan_input(const Archive& archive, const ModelSpec& spec, const
     in.vram_budget = opt.vram_budget;
     in.expert_slots = opt.expert_slots;
     in.cpu_layers = opt.cpu_layers;
+    in.ring_slots = opt.ring_slots;
     in.ram_budget = opt.ram_budget;
     TT_CUDA_CHECK(cudaSetDevice(device));
     size_t free_b = 0, total_b = 0;
