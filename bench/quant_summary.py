@@ -132,8 +132,11 @@ for name, what in [("int4-4g", ""), ("int4-4g-ring2", " --ring-slots 2"), ("int4
         continue
     cpu = tg.get("cpu") or {}
     split = f", CPU layers {cpu.get('layers')} (plan's {cpu.get('planned_layers')})" if cpu else ""
+    # What leaves the host each token (the bound at this budget), from the plan's line.
+    m = re.search(r"(\d+) of \d+ layers resident.*per token ([\d.]+) GB over PCIe \+ ([\d.]+) GB read by the CPU", b.get("plan", ""))
+    host = f", {m[1]} layers resident, {float(m[2]) + float(m[3]):.2f} GB a token from the host ({m[2]} over PCIe + {m[3]} by the CPU)" if m else ""
     print(f"- INT4 at --vram-budget 4GiB{what}: tg32 {tg['tokens_per_s']:.2f} tok/s, "
-          f"{tg['bytes_per_token'] / 1e9:.3f} GB/token{split}"
+          f"{tg['bytes_per_token'] / 1e9:.3f} GB/token{host}{split}"
           + (f", pp512 {pp['tokens_per_s']:.0f} tok/s" if pp else "")
           + f", peak VRAM {peak_cell('tt-' + name, b.get('peak_vram_bytes'))}")
 try:
