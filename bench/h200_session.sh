@@ -30,12 +30,13 @@ source tests/gpu/libs.sh
 source bench/lib/steps.sh
 source bench/lib/vram.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-tg() {  # tg ARCHIVE NAME [ARGS...]: tg128 against its roofline (tg_summary.py) and its peak VRAM
+tg() {  # tg ARCHIVE NAME [ARGS...]: a decode run (TG_ARGS, default tg128) against its roofline (tg_summary.py) and its peak VRAM
   local m=$1 n=$2; shift 2
   vram_start "tg-$n"
-  timeout 90 .carry/bin/thintensor bench "$m" --device cuda --prompt-lengths 0 --gen-tokens 128 --reps 3 "$@" --json >"$OUT/tg-$n.json" 2>"$OUT/tg-$n.err"
+  # (TG_ARGS unquoted on purpose: several arguments)
+  timeout 90 .carry/bin/thintensor bench "$m" --device cuda ${TG_ARGS:---prompt-lengths 0 --gen-tokens 128 --reps 3} "$@" --json >"$OUT/tg-$n.json" 2>"$OUT/tg-$n.err"
   vram_stop
-  say "$n tg128: $(python3 bench/tg_summary.py "$OUT/tg-$n.json" 2>/dev/null || tail -3 "$OUT/tg-$n.err")"
+  say "$n: $(python3 bench/tg_summary.py "$OUT/tg-$n.json" 2>/dev/null || tail -3 "$OUT/tg-$n.err" | tr '\n' ' ')"
 }
 profile() {  # profile NAME SHAPE [BENCH_ARGS]
   mkdir -p "$OUT/prof-$1"
@@ -86,14 +87,10 @@ case "${CALL:-}" in
   export THINTENSOR_HOME=$work/home
   for r in 1 2 3; do
     for v in ring2 ring1; do
-      [ "$(elapsed)" -lt 545 ] || break 2
+      [ "$(elapsed)" -lt 505 ] || break 2  # (tg's timeout is 90 s; a call ends at 600)
       a=""; [ $v = ring2 ] && a="--ring-slots 2"
-      vram_start "4g-$v-r$r"
       # ($a unquoted on purpose: two arguments or none)
-      timeout 50 .carry/bin/thintensor bench "$work/int4.thin" --device cuda --profile max-max-perf --vram-budget 4GiB $a \
-        --prompt-lengths 512 --gen-tokens 32 --reps 2 --json >"$OUT/4g-$v-r$r.json" 2>"$OUT/4g-$v-r$r.err"
-      vram_stop
-      say "4 GiB $v round $r: $(python3 bench/tg_summary.py "$OUT/4g-$v-r$r.json" 2>/dev/null || tail -2 "$OUT/4g-$v-r$r.err" | tr '\n' ' ')"
+      TG_ARGS="--prompt-lengths 512 --gen-tokens 32 --reps 2" tg "$work/int4.thin" "4g-$v-r$r" --profile max-max-perf --vram-budget 4GiB $a
     done
   done
   rm -rf "$work" "$state"
