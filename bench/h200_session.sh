@@ -15,6 +15,11 @@
 #   CALL=3  after CALL=2 with KEEP_WORK=1: bench/small_bench.sh on the setup's llama.cpp build,
 #           then the INT4 8B at --vram-budget 4GiB with --ring-slots 2 and the plan's default,
 #           alternated three times (pp512 + tg32, nvidia-smi's peaks); removes the setup.
+#   CALL=0  the record in one call, for a session whose machine may not come twice: the setup in
+#           the foreground (nothing beside its llama.cpp build: on 2026-12-07 GPU work beside it
+#           left the build unfinished when the bench began), quant_bench's bench step, the depths,
+#           then the small models while time lasts; no GPU tests, no profiles. About 510 s on an
+#           H200 (setup ~250, formats ~80, depths ~55, small models ~125).
 # Binaries and inputs as quant_bench.sh and small_bench.sh take them (tests/gpu/stage.sh, then
 # anchors/ with calm/, and tokenizers/llama3 and tokenizers/qwen3 in .carry). Run from the
 # repository root; results in $OUT/{q19,d21,small,prof-*}, the tg128 JSONs and vram.tsv in $OUT,
@@ -95,5 +100,22 @@ case "${CALL:-}" in
   done
   rm -rf "$work" "$state"
   ;;
-*) echo "usage: CALL=1|2|3 bench/h200_session.sh"; exit 2 ;;
+0)
+  OUT=$state BENCH_WORK=$work STEPS=setup BENCH_DEADLINE_S=330 bash bench/quant_bench.sh .carry >"$OUT/setup.out" 2>&1
+  say "setup rc=$?"; cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
+  [ -f "$work/int4.thin" ] || { say "no archives in $work: stopping"; exit 1; }
+  OUT=$OUT/q19 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 440 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
+  say "quant bench rc=$?"; head -40 "$OUT/q19/q19-summary.md" 2>/dev/null
+  if [ "$(elapsed)" -lt 440 ]; then
+    OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 500 - $(elapsed) )) TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
+      bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
+    say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
+  fi
+  if [ "$(elapsed)" -lt 470 ]; then
+    OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 590 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
+    say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+  fi
+  rm -rf "$work" "$state"
+  ;;
+*) echo "usage: CALL=0|1|2|3 bench/h200_session.sh"; exit 2 ;;
 esac
