@@ -48,6 +48,20 @@ profile() {  # profile NAME SHAPE [BENCH_ARGS]
   BENCH_ARGS="${3:-}" OUT=$OUT/prof-$1 timeout 150 bash bench/profile_decode.sh "$2" >"$OUT/prof-$1/run.out" 2>&1
   say "profile $1 rc=$?"; head -12 "$OUT/prof-$1/profile.log"
 }
+# The setup's three benchmarks, each by the deadline it is given (seconds from its start):
+formats() {  # quant_bench's bench step (the caller's KEEP_WORK decides whether the setup stays)
+  OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$1 bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
+  say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
+}
+depths() {  # depth_bench's bench step on the setup's checkpoint and llama.cpp build
+  OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=$1 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
+    bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
+  say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
+}
+small() {  # small_bench on the setup's llama.cpp build
+  OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$1 bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
+  say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+}
 case "${CALL:-}" in
 1)
   mkdir -p "$state"; rm -f "$state/SETUP_DONE"
@@ -68,27 +82,20 @@ case "${CALL:-}" in
   say "$(cat "$state/SETUP_DONE" 2>/dev/null || echo 'setup still running')"
   cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
   if [ "${ONLY_4G:-0}" != 1 ]; then  # ONLY_4G=1 (an H100, where the rest was measured): quant_bench's 4 GiB part alone
-    OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=220 TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
-      bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
-    say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
+    depths 220
     mkdir -p /tmp/ttprof && ln -sf "$work/bf16.thin" /tmp/ttprof/llama3-8b.thin
     [ "$(elapsed)" -lt 300 ] && profile llama3-8b-bf16 llama3-8b
     [ "$(elapsed)" -lt 360 ] && profile llama3-8b-int4 llama3-8b "--profile max-max-perf"
-    if [ "$(elapsed)" -lt 300 ]; then
-      OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 420 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
-      say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
-    fi
+    [ "$(elapsed)" -lt 300 ] && small $(( 420 - $(elapsed) ))
   fi
-  OUT=$OUT/q19 STEPS=bench BENCH_WORK=$work BENCH_DEADLINE_S=$(( 585 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
-  say "quant bench rc=$?"; head -60 "$OUT/q19/q19-summary.md" 2>/dev/null
+  formats $(( 585 - $(elapsed) ))
   ;;
 3)
   # After CALL=2 with KEEP_WORK=1 (and ONLY_4G=1): the small models against llama.cpp and calm on
   # the setup's llama.cpp build, then INT4 at 4 GiB with a ring of 2 slots and the plan's default
   # alternated on a quiet host (the plan reads call 2's doctor record); removes the setup.
   [ -f "$work/int4.thin" ] || { say "no setup in $work: CALL=1, then CALL=2 with KEEP_WORK=1, on the same warm machine"; exit 1; }
-  OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=${SMALL_S:-330} bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
-  say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
+  small "${SMALL_S:-330}"
   export THINTENSOR_HOME=$work/home
   for r in 1 2 3; do
     for v in ring2 ring1; do
@@ -104,17 +111,9 @@ case "${CALL:-}" in
   OUT=$state BENCH_WORK=$work STEPS=setup BENCH_DEADLINE_S=330 bash bench/quant_bench.sh .carry >"$OUT/setup.out" 2>&1
   say "setup rc=$?"; cp "$state/q19.log" "$OUT/setup.log" 2>/dev/null
   [ -f "$work/int4.thin" ] || { say "no archives in $work: stopping"; exit 1; }
-  OUT=$OUT/q19 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 440 - $(elapsed) )) bash bench/quant_bench.sh .carry >"$OUT/q19.out" 2>&1
-  say "quant bench rc=$?"; head -40 "$OUT/q19/q19-summary.md" 2>/dev/null
-  if [ "$(elapsed)" -lt 440 ]; then
-    OUT=$OUT/d21 STEPS=bench KEEP_WORK=1 BENCH_WORK=$work BENCH_DEADLINE_S=$(( 500 - $(elapsed) )) TT_BINS="thintensor=$PWD/.carry/bin/thintensor" \
-      bash bench/depth_bench.sh .carry >"$OUT/d21.out" 2>&1
-    say "depth bench rc=$?"; head -30 "$OUT/d21/d21-summary.md" 2>/dev/null
-  fi
-  if [ "$(elapsed)" -lt 470 ]; then
-    OUT=$OUT/small LLAMA_DIR=$work/llama BENCH_DEADLINE_S=$(( 590 - $(elapsed) )) bash bench/small_bench.sh .carry >"$OUT/small.out" 2>&1
-    say "small bench rc=$?"; cat "$OUT/small/small-summary.md" 2>/dev/null
-  fi
+  KEEP_WORK=1 formats $(( 440 - $(elapsed) ))
+  [ "$(elapsed)" -lt 440 ] && depths $(( 500 - $(elapsed) ))
+  [ "$(elapsed)" -lt 470 ] && small $(( 590 - $(elapsed) ))
   rm -rf "$work" "$state"
   ;;
 *) echo "usage: CALL=0|1|2|3 bench/h200_session.sh"; exit 2 ;;
